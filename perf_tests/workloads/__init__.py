@@ -1,0 +1,1 @@
+"""Workload builders for the perf suite: shapes and callables, no pytest."""

@@ -1,0 +1,14 @@
+"""pytest-accel: performance-regression tests for AI accelerators, as a pytest plugin.
+
+The public API is small: the ``throughput`` fixture (see ``pytest_accel.fixture.Throughput``)
+returns a ``Measurement``; ``measure`` and ``MeasureConfig`` time a callable outside pytest.
+Importing this package does not import torch.
+"""
+
+from __future__ import annotations
+
+from pytest_accel.measure import MeasureConfig, MeasurementError, measure
+from pytest_accel.result import Measurement
+
+__all__ = ["MeasureConfig", "Measurement", "MeasurementError", "measure"]
+__version__ = "0.1.0"

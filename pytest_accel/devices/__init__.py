@@ -1,0 +1,54 @@
+"""Device backends: ``resolve_device`` picks one from the ``--device`` choice."""
+
+from __future__ import annotations
+
+from pytest_accel.devices.base import Device, DeviceUnavailable, OutOfMemoryReport, RegionTimer
+
+__all__ = [
+    "DEVICE_CHOICES",
+    "Device",
+    "DeviceUnavailable",
+    "OutOfMemoryReport",
+    "RegionTimer",
+    "make_device",
+    "resolve_device",
+]
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "hpu")
+# `auto` tries these in order: a Gaudi box often also has a (useless for us) CUDA stub, never the reverse.
+_AUTO_ORDER = ("hpu", "cuda", "cpu")
+
+
+def make_device(kind: str) -> Device:
+    """The backend object for one device kind, without checking that it is present."""
+    if kind == "cpu":
+        from pytest_accel.devices.cpu import CpuDevice
+
+        return CpuDevice()
+    if kind == "cuda":
+        from pytest_accel.devices.cuda import CudaDevice
+
+        return CudaDevice()
+    if kind == "hpu":
+        from pytest_accel.devices.hpu import HpuDevice
+
+        return HpuDevice()
+    raise ValueError(f"unknown device kind {kind!r}; choose one of {', '.join(DEVICE_CHOICES)}")
+
+
+def resolve_device(choice: str) -> Device:
+    """The device for a ``--device`` choice; raises ``DeviceUnavailable`` naming what exists instead."""
+    if choice == "auto":
+        for kind in _AUTO_ORDER:
+            device = make_device(kind)
+            if device.is_available():
+                return device
+        raise AssertionError("the CPU is always available")
+    device = make_device(choice)
+    if device.is_available():
+        return device
+    found = [kind for kind in _AUTO_ORDER if kind != choice and make_device(kind).is_available()]
+    raise DeviceUnavailable(
+        f"--device {choice} was requested but no {choice} device is usable: {device.unavailable_reason()}. "
+        f"Found instead: {', '.join(found)}. Pass --device {found[0]} to measure on it."
+    )

@@ -1,0 +1,103 @@
+"""The device seam: the one protocol every backend implements.
+
+Backends are the only modules that import torch or ``habana_frameworks``, and they import them
+inside methods, so that loading the plugin stays cheap.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, final
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["Device", "DeviceUnavailable", "OutOfMemoryReport", "RegionTimer", "slug"]
+
+
+class DeviceUnavailable(Exception):
+    """The requested device is not present; the message says what was found instead."""
+
+
+class RegionTimer(Protocol):
+    """Times one region of device work; ``stop`` returns seconds once the work has finished."""
+
+    def start(self) -> None:
+        """Mark the start of the region (after any earlier work is done)."""
+
+    def stop(self) -> float:
+        """Mark the end of the region, wait for the device, return elapsed seconds."""
+
+
+@final
+@dataclass(frozen=True)
+class OutOfMemoryReport:
+    """What is known about an out-of-memory failure, for a readable error."""
+
+    requested_bytes: int | None  # the allocation that failed, parsed from the vendor's message
+    peak_bytes: int | None  # peak device memory reached before the failure
+    limit_bytes: int | None  # total memory of the device
+
+
+class Device(Protocol):
+    """One accelerator kind (cpu, cuda, hpu) as the measurement code sees it."""
+
+    kind: str  # "cpu", "cuda" or "hpu": the value of --device
+
+    def is_available(self) -> bool:
+        """Whether this kind of device is present and usable in this process."""
+
+    def unavailable_reason(self) -> str:
+        """Why ``is_available`` is false (missing package, no device, driver error)."""
+
+    def key(self) -> str:
+        """Stable name of the hardware class, e.g. ``cuda-nvidia-h100-80gb-hbm3``; baselines are filed under it."""
+
+    def provenance(self) -> Mapping[str, str]:
+        """Model, count, torch and driver/runtime versions: what a figure was measured with."""
+
+    def torch_device(self) -> torch.device:
+        """The ``torch.device`` workloads should allocate on."""
+
+    def synchronize(self) -> None:
+        """Block the host until all queued device work has finished."""
+
+    def timer(self) -> RegionTimer:
+        """A region timer on the device's own clock (events where the device has them)."""
+
+    def reset_peak_memory(self) -> None:
+        """Start a new peak-memory window."""
+
+    def peak_memory_bytes(self) -> int | None:
+        """Peak memory since the last reset, or None where the device cannot tell."""
+
+    def autocast_dtype(self) -> torch.dtype:
+        """The mixed-precision dtype that is fast on this device (float32 where none is)."""
+
+    def mark_step(self) -> None:
+        """End a step: flushes the lazy graph on HPU, nothing elsewhere."""
+
+    def empty_cache(self) -> None:
+        """Give cached device memory back (after an OOM, between heavy tests)."""
+
+    def out_of_memory(self, error: BaseException) -> OutOfMemoryReport | None:
+        """An ``OutOfMemoryReport`` when ``error`` is this device running out of memory, else None."""
+
+
+_SIZE_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def requested_bytes_from_message(message: str) -> int | None:
+    """Parse the failed allocation size out of an OOM message ("Tried to allocate 2.00 GiB")."""
+    found = re.search(r"[Tt]ried to allocate ([0-9.]+) ?(B|KiB|MiB|GiB|TiB)", message)
+    if found is None:
+        return None
+    return int(float(found.group(1)) * _SIZE_UNITS[found.group(2)])
+
+
+def slug(text: str) -> str:
+    """Lower-case, dash-separated form of a hardware name, stable across hosts."""
+    cleaned = re.sub(r"\(r\)|\(tm\)|\bcpu\b|\bprocessor\b|@.*$", " ", text.lower())
+    return re.sub(r"[^a-z0-9]+", "-", cleaned).strip("-") or "unknown"

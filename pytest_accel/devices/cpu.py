@@ -1,0 +1,151 @@
+"""The CPU backend: host clock, peak resident memory, always available."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, final
+
+from pytest_accel.devices.base import OutOfMemoryReport, slug
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["CpuDevice", "HostTimer", "cpu_model_name"]
+
+_PROC_STATUS = Path("/proc/self/status")
+_PROC_CLEAR_REFS = Path("/proc/self/clear_refs")
+# Writing "5" to clear_refs resets the kernel's peak-RSS counter (VmHWM), Linux >= 4.0.
+_RESET_PEAK_RSS = "5"
+
+
+@final
+class HostTimer:
+    """Times a region with a host clock around two synchronizes; both are injectable for tests."""
+
+    __slots__ = ("_clock", "_started", "_synchronize")
+
+    def __init__(self, clock: Callable[[], float], synchronize: Callable[[], None]) -> None:
+        self._clock = clock
+        self._synchronize = synchronize
+        self._started: float | None = None
+
+    def start(self) -> None:
+        """Wait for earlier work, then read the clock."""
+        self._synchronize()
+        self._started = self._clock()
+
+    def stop(self) -> float:
+        """Wait for the region's work, then return seconds since ``start``."""
+        if self._started is None:
+            raise RuntimeError("HostTimer.stop() called before start()")
+        self._synchronize()
+        elapsed = self._clock() - self._started
+        self._started = None
+        return elapsed
+
+
+def cpu_model_name() -> str:
+    """The CPU model as the OS reports it ("AMD EPYC", "Intel(R) Xeon(R) ...")."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _read_peak_rss_bytes() -> int | None:
+    try:
+        for line in _PROC_STATUS.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024  # the kernel reports kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+@final
+class CpuDevice:
+    """The host CPU; torch runs its kernels synchronously, so the host clock is the device clock."""
+
+    kind = "cpu"
+
+    def is_available(self) -> bool:
+        """The CPU is always there."""
+        return True
+
+    def unavailable_reason(self) -> str:
+        """Never unavailable."""
+        return ""
+
+    def key(self) -> str:
+        """``cpu-<model>-<cores>c``, e.g. ``cpu-amd-epyc-2c``."""
+        return f"cpu-{slug(cpu_model_name())}-{os.cpu_count() or 1}c"
+
+    def provenance(self) -> Mapping[str, str]:
+        """CPU model, cores, torch version and its thread count."""
+        import torch
+
+        return {
+            "device_model": cpu_model_name(),
+            "device_count": "1",
+            "cores": str(os.cpu_count() or 1),
+            "torch": torch.__version__,
+            "torch_threads": str(torch.get_num_threads()),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "python": platform.python_version(),
+        }
+
+    def torch_device(self) -> torch.device:
+        """``torch.device("cpu")``."""
+        import torch
+
+        return torch.device("cpu")
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: CPU kernels return when done."""
+
+    def timer(self) -> HostTimer:
+        """A ``perf_counter`` timer."""
+        return HostTimer(time.perf_counter, self.synchronize)
+
+    def reset_peak_memory(self) -> None:
+        """Reset the peak-RSS counter where the kernel allows it."""
+        # Not Linux, or not permitted: the peak then covers the whole process so far.
+        with contextlib.suppress(OSError):
+            _PROC_CLEAR_REFS.write_text(_RESET_PEAK_RSS)
+
+    def peak_memory_bytes(self) -> int | None:
+        """Peak resident set size of this process since the last reset."""
+        return _read_peak_rss_bytes()
+
+    def autocast_dtype(self) -> torch.dtype:
+        """float32: CPU bf16 kernels are only fast on AMX / AVX512-BF16 parts, which torch does not report."""
+        import torch
+
+        return torch.float32
+
+    def mark_step(self) -> None:
+        """No lazy graph on the CPU."""
+
+    def empty_cache(self) -> None:
+        """The CPU allocator returns memory on free; nothing to do."""
+
+    def out_of_memory(self, error: BaseException) -> OutOfMemoryReport | None:
+        """A host ``MemoryError`` is the CPU's out-of-memory."""
+        if isinstance(error, MemoryError):
+            return OutOfMemoryReport(None, self.peak_memory_bytes(), _total_memory_bytes())
+        return None
+
+
+def _total_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None

@@ -1,0 +1,150 @@
+"""The CUDA backend: CUDA events, the caching allocator's peak statistics.
+
+Written against PyTorch's documented ``torch.cuda`` API. Not yet run on a GPU unless the README's
+support matrix says otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, final
+
+from pytest_accel.devices.base import OutOfMemoryReport, requested_bytes_from_message, slug
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["CudaDevice", "EventTimer"]
+
+
+@final
+class EventTimer:
+    """Times a region with a pair of device events: no host round trip inside the region.
+
+    Works for any torch backend whose ``Event(enable_timing=True)`` has ``record``,
+    ``synchronize`` and ``elapsed_time`` (CUDA and HPU both do).
+    """
+
+    __slots__ = ("_end", "_event_type", "_start")
+
+    def __init__(self, event_type: Any) -> None:
+        self._event_type = event_type
+        self._start: Any = None
+        self._end: Any = None
+
+    def start(self) -> None:
+        """Record the start event on the current stream."""
+        self._start = self._event_type(enable_timing=True)
+        self._end = self._event_type(enable_timing=True)
+        self._start.record()
+
+    def stop(self) -> float:
+        """Record the end event, wait for it, return the elapsed device time in seconds."""
+        if self._start is None:
+            raise RuntimeError("EventTimer.stop() called before start()")
+        self._end.record()
+        self._end.synchronize()
+        elapsed_ms = float(self._start.elapsed_time(self._end))
+        self._start = None
+        return elapsed_ms / 1000.0
+
+
+@final
+class CudaDevice:
+    """The first visible CUDA device (``cuda:0``; pin another with CUDA_VISIBLE_DEVICES)."""
+
+    kind = "cuda"
+
+    def __init__(self, index: int = 0) -> None:
+        self.index = index
+
+    def is_available(self) -> bool:
+        """``torch.cuda.is_available()``."""
+        import torch
+
+        return bool(torch.cuda.is_available())
+
+    def unavailable_reason(self) -> str:
+        """Which part of the CUDA stack is missing."""
+        import torch
+
+        if torch.version.cuda is None:
+            return f"torch {torch.__version__} is built without CUDA"
+        return "torch.cuda.is_available() is False (no visible GPU or driver)"
+
+    def key(self) -> str:
+        """``cuda-<device name>``, e.g. ``cuda-nvidia-h100-80gb-hbm3``."""
+        import torch
+
+        return f"cuda-{slug(torch.cuda.get_device_name(self.index))}"
+
+    def provenance(self) -> Mapping[str, str]:
+        """Device name, count, capability, torch, CUDA runtime and driver versions."""
+        import torch
+
+        props = torch.cuda.get_device_properties(self.index)
+        driver = getattr(torch._C, "_cuda_getDriverVersion", None)
+        return {
+            "device_model": torch.cuda.get_device_name(self.index),
+            "device_count": str(torch.cuda.device_count()),
+            "compute_capability": f"{props.major}.{props.minor}",
+            "memory_bytes": str(props.total_memory),
+            "torch": torch.__version__,
+            "cuda_runtime": str(torch.version.cuda),
+            "cuda_driver": str(driver()) if driver is not None else "unknown",
+            "cudnn": str(torch.backends.cudnn.version()),  # type: ignore[no-untyped-call]
+        }
+
+    def torch_device(self) -> torch.device:
+        """``cuda:<index>``."""
+        import torch
+
+        return torch.device("cuda", self.index)
+
+    def synchronize(self) -> None:
+        """``torch.cuda.synchronize``."""
+        import torch
+
+        torch.cuda.synchronize(self.index)
+
+    def timer(self) -> EventTimer:
+        """CUDA events: launches are asynchronous, so the host clock would time the launch, not the work."""
+        import torch
+
+        return EventTimer(torch.cuda.Event)
+
+    def reset_peak_memory(self) -> None:
+        """``torch.cuda.reset_peak_memory_stats``."""
+        import torch
+
+        torch.cuda.reset_peak_memory_stats(self.index)
+
+    def peak_memory_bytes(self) -> int | None:
+        """``torch.cuda.max_memory_allocated``: tensors only, not the allocator's cache."""
+        import torch
+
+        return int(torch.cuda.max_memory_allocated(self.index))
+
+    def autocast_dtype(self) -> torch.dtype:
+        """bf16 where the GPU supports it (Ampere and newer), else fp16."""
+        import torch
+
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+    def mark_step(self) -> None:
+        """CUDA executes eagerly; nothing to flush."""
+
+    def empty_cache(self) -> None:
+        """``torch.cuda.empty_cache``."""
+        import torch
+
+        torch.cuda.empty_cache()
+
+    def out_of_memory(self, error: BaseException) -> OutOfMemoryReport | None:
+        """``torch.OutOfMemoryError`` (the CUDA caching allocator's) with the figures around it."""
+        import torch
+
+        if not isinstance(error, torch.OutOfMemoryError):
+            return None
+        total = int(torch.cuda.get_device_properties(self.index).total_memory)
+        return OutOfMemoryReport(requested_bytes_from_message(str(error)), self.peak_memory_bytes(), total)

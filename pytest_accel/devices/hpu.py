@@ -1,0 +1,177 @@
+"""The Gaudi (HPU) backend, written against Habana's documented ``habana_frameworks.torch`` API.
+
+Nothing here has run on real Gaudi hardware yet: it is exercised through a contract fake of the
+calls below (tests/test_device_hpu.py). The calls it makes, and only these:
+
+- ``habana_frameworks.torch.core``: importing it registers ``torch.hpu``; ``mark_step()``.
+- ``habana_frameworks.torch.hpu``: ``is_available``, ``device_count``, ``synchronize``, ``Event``,
+  ``max_memory_allocated``, ``reset_peak_memory_stats``, ``memory_stats``.
+- ``habana_frameworks.torch.utils.experimental``: ``_get_device_type`` and ``synDeviceType``, which
+  name the Gaudi generation without occupying the device (``get_device_name`` would).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import re
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, final
+
+from pytest_accel.devices.base import OutOfMemoryReport, requested_bytes_from_message
+from pytest_accel.devices.cuda import EventTimer
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["HpuDevice"]
+
+# synDeviceType member name -> the generation name used in device keys (optimum-habana's names).
+_GENERATIONS = {"synDeviceGaudi": "gaudi", "synDeviceGaudi2": "gaudi2", "synDeviceGaudi3": "gaudi3"}
+_OOM_PATTERN = re.compile(r"out of memory|allocation failed|\bOOM\b", re.IGNORECASE)
+
+
+def lazy_mode() -> bool:
+    """Whether the Habana bridge runs in lazy mode (``PT_HPU_LAZY_MODE``, read before it loads)."""
+    return os.environ.get("PT_HPU_LAZY_MODE", "1") != "0"
+
+
+@final
+class HpuDevice:
+    """The first Gaudi device of this process."""
+
+    kind = "hpu"
+
+    def __init__(self) -> None:
+        self._import_error: str | None = None
+
+    def _hpu(self) -> ModuleType:
+        return importlib.import_module("habana_frameworks.torch.hpu")
+
+    def _core(self) -> ModuleType:
+        return importlib.import_module("habana_frameworks.torch.core")
+
+    def is_available(self) -> bool:
+        """Habana's bridge imports and reports a device."""
+        try:
+            self._core()
+            available = bool(self._hpu().is_available())
+        except ImportError as error:
+            self._import_error = f"habana_frameworks is not installed ({error})"
+            return False
+        if not available:
+            self._import_error = "habana_frameworks.torch.hpu.is_available() is False (no Gaudi visible)"
+        return available
+
+    def unavailable_reason(self) -> str:
+        """The import error or the bridge's own 'no device'."""
+        if self._import_error is None:
+            self.is_available()
+        return self._import_error or ""
+
+    def generation(self) -> str:
+        """``gaudi``, ``gaudi2`` or ``gaudi3``, read without occupying the device."""
+        experimental = importlib.import_module("habana_frameworks.torch.utils.experimental")
+        device_type = experimental._get_device_type()
+        for member, name in _GENERATIONS.items():
+            if device_type == getattr(experimental.synDeviceType, member, object()):
+                return name
+        return f"unknown-{device_type}"
+
+    def key(self) -> str:
+        """``hpu-<generation>``, e.g. ``hpu-gaudi2``."""
+        return f"hpu-{self.generation()}"
+
+    def provenance(self) -> Mapping[str, str]:
+        """Generation, count, torch, Habana bridge version and lazy/eager mode."""
+        import torch
+
+        try:
+            bridge = importlib.metadata.version("habana-torch-plugin")
+        except importlib.metadata.PackageNotFoundError:
+            bridge = "unknown"
+        return {
+            "device_model": self.generation(),
+            "device_count": str(self._hpu().device_count()),
+            "torch": torch.__version__,
+            "habana_torch_plugin": bridge,
+            "lazy_mode": str(lazy_mode()).lower(),
+        }
+
+    def torch_device(self) -> torch.device:
+        """``torch.device("hpu")``."""
+        import torch
+
+        return torch.device("hpu")
+
+    def synchronize(self) -> None:
+        """Flush the lazy graph, then wait for the device."""
+        self.mark_step()
+        self._hpu().synchronize()
+
+    def timer(self) -> EventTimer:
+        """HPU events (``torch.hpu.Event(enable_timing=True)``), recorded after a lazy-graph flush."""
+        event_type = self._hpu().Event
+        mark_step = self.mark_step
+
+        def flushing_event(enable_timing: bool) -> _FlushingEvent:
+            return _FlushingEvent(event_type(enable_timing=enable_timing), mark_step)
+
+        return EventTimer(flushing_event)
+
+    def reset_peak_memory(self) -> None:
+        """``reset_peak_memory_stats``."""
+        self._hpu().reset_peak_memory_stats()
+
+    def peak_memory_bytes(self) -> int | None:
+        """``max_memory_allocated``."""
+        return int(self._hpu().max_memory_allocated())
+
+    def autocast_dtype(self) -> torch.dtype:
+        """bf16 on every Gaudi generation."""
+        import torch
+
+        return torch.bfloat16
+
+    def mark_step(self) -> None:
+        """``htcore.mark_step()`` in lazy mode: runs the accumulated graph (it is not a sync)."""
+        if lazy_mode():
+            self._core().mark_step()
+
+    def empty_cache(self) -> None:
+        """Gaudi has no user-facing cache release; a mark_step drops the graph's references."""
+        self.mark_step()
+
+    def out_of_memory(self, error: BaseException) -> OutOfMemoryReport | None:
+        """Habana reports device OOM as a RuntimeError naming a failed allocation."""
+        if not isinstance(error, RuntimeError) or not _OOM_PATTERN.search(str(error)):
+            return None
+        limit = self._hpu().memory_stats().get("Limit")
+        return OutOfMemoryReport(
+            requested_bytes_from_message(str(error)),
+            self.peak_memory_bytes(),
+            int(limit) if limit is not None else None,
+        )
+
+
+@final
+class _FlushingEvent:
+    """An HPU event whose ``record`` first flushes the lazy graph, so the event lands after the work."""
+
+    __slots__ = ("_event", "_mark_step")
+
+    def __init__(self, event: Any, mark_step: Callable[[], None]) -> None:
+        self._event = event
+        self._mark_step = mark_step
+
+    def record(self) -> None:
+        self._mark_step()
+        self._event.record()
+
+    def synchronize(self) -> None:
+        self._event.synchronize()
+
+    def elapsed_time(self, end: _FlushingEvent) -> float:
+        return float(self._event.elapsed_time(end._event))

@@ -1,0 +1,146 @@
+"""The object behind the ``throughput`` fixture: measure, guard, attach the result to the test."""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Callable
+from typing import Any, final
+
+import pytest
+
+from pytest_accel.devices.base import Device, OutOfMemoryReport
+from pytest_accel.measure import MeasureConfig, MeasurementError, check_finite, measure
+from pytest_accel.report import format_bytes
+from pytest_accel.result import Measurement
+
+__all__ = ["USER_PROPERTY", "Throughput"]
+
+USER_PROPERTY = "accel_measurement"  # key of the JSON measurement in report.user_properties / JUnit XML
+
+
+def _oom_message(report: OutOfMemoryReport, device_key: str) -> str:
+    return (
+        f"out of device memory on {device_key}: requested {format_bytes(report.requested_bytes)}, "
+        f"peak {format_bytes(report.peak_bytes)}, limit {format_bytes(report.limit_bytes)}. "
+        "Caches were freed; lower the batch or use the smoke profile."
+    )
+
+
+def _parallel_workers(config: pytest.Config) -> int:
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    return int(workerinput.get("workercount", 1)) if workerinput else 1
+
+
+@final
+class Throughput:
+    """Callable fixture value: ``throughput(fn, items=..., unit=...) -> Measurement``."""
+
+    def __init__(self, node: pytest.Item, benchmark: Any, device: Device, config: MeasureConfig) -> None:
+        self._node = node
+        self._benchmark = benchmark
+        self._device = device
+        self._config = config
+        self.measurements: list[Measurement] = []
+
+    def __call__(
+        self,
+        fn: Callable[[], Any],
+        *,
+        items: float,
+        unit: str,
+        flops: float | None = None,
+        bytes_moved: float | None = None,
+        name: str = "throughput",
+        **extra: Any,
+    ) -> Measurement:
+        """Time ``fn`` (which processes ``items`` ``unit`` per call) on the device and record the result.
+
+        ``flops`` and ``bytes_moved`` per call give TFLOP/s and bytes/s; ``name`` tells several
+        measurements of one test apart; ``extra`` is stored with the result.
+        """
+        workers = _parallel_workers(self._node.config)
+        if workers > 1:
+            pytest.fail(
+                f"pytest-accel does not measure in parallel: this run has {workers} xdist workers, which "
+                "would contend for the device and skew every figure. Run perf tests with -n 0 (or -p no:xdist).",
+                pytrace=False,
+            )
+        if any(m.name == name for m in self.measurements):
+            pytest.fail(f"measurement {name!r} was already taken in this test; pass a distinct name=", pytrace=False)
+        # Mark pytest-benchmark's fixture as used (it warns about unused ones), also when disabled.
+        self._benchmark._mode = self._benchmark._mode or "pytest-accel throughput(...)"
+        if self._benchmark.disabled:
+            result = self._run_once(fn, unit, items, name, extra)
+        else:
+            result = self._measure(fn, items, unit, flops, bytes_moved, name, extra)
+            self._feed_benchmark(result)
+        self.measurements.append(result)
+        self._node.user_properties.append((USER_PROPERTY, json.dumps(result.to_dict())))
+        return result
+
+    def _run_once(self, fn: Callable[[], Any], unit: str, items: float, name: str, extra: Any) -> Measurement:
+        # --benchmark-disable: run the workload once for correctness, as pytest-benchmark does.
+        try:
+            check_finite(fn(), "the workload's output")
+        except MeasurementError as error:
+            pytest.fail(str(error), pytrace=False)
+        self._device.mark_step()
+        return Measurement(
+            unit=unit,
+            items_per_call=float(items),
+            samples=(),
+            name=name,
+            extra=extra,
+            device_key=self._device.key(),
+        )
+
+    def _measure(
+        self,
+        fn: Callable[[], Any],
+        items: float,
+        unit: str,
+        flops: float | None,
+        bytes_moved: float | None,
+        name: str,
+        extra: dict[str, Any],
+    ) -> Measurement:
+        device = self._device
+        try:
+            result = measure(
+                fn,
+                timer=device.timer(),
+                items_per_call=items,
+                unit=unit,
+                flops_per_call=flops,
+                bytes_per_call=bytes_moved,
+                mark_step=device.mark_step,
+                reset_peak_memory=device.reset_peak_memory,
+                peak_memory_bytes=device.peak_memory_bytes,
+                device_key=device.key(),
+                config=self._config,
+            )
+        except MeasurementError as error:
+            pytest.fail(f"{name}: {error}", pytrace=False)
+        except (MemoryError, RuntimeError) as error:  # torch.OutOfMemoryError is a RuntimeError
+            report = device.out_of_memory(error)
+            if report is None:
+                raise
+            # Drop the workload's frames (and the tensors they hold) before freeing the caches,
+            # so the rest of the suite gets its memory back.
+            traceback.clear_frames(error.__traceback__)
+            device.empty_cache()
+            pytest.fail(_oom_message(report, device.key()), pytrace=False)
+        return Measurement(**{**result.__dict__, "name": name, "extra": extra})
+
+    def _feed_benchmark(self, result: Measurement) -> None:
+        """Hand the raw rounds to pytest-benchmark so ``--benchmark-json`` and its table carry them."""
+        benchmark = self._benchmark
+        benchmark.extra_info.setdefault("accel", []).append(result.to_dict())
+        if benchmark.stats is not None:
+            return  # pytest-benchmark keeps one series per test: the first measurement's
+        # pytest-benchmark has no public API for externally timed rounds; _make_stats is how its own
+        # pedantic mode records them (stable since 3.x, checked by tests/test_benchmark_integration.py).
+        stats = benchmark._make_stats(result.calls_per_round)
+        for seconds_per_call in result.samples:
+            stats.update(seconds_per_call * result.calls_per_round)

@@ -1,0 +1,183 @@
+"""How a figure is taken: warm-up until timings settle, calibrate calls per round, time rounds.
+
+What is measured (a callable and its work per call), how it is timed (a ``RegionTimer`` from the
+device seam, or any injected one) and the result (``Measurement``, in ``pytest_accel.result``) are
+separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_bench``::
+
+    warm-up:   call fn, timing each call, until the last WARMUP_WINDOW timings agree within
+               SETTLE_TOLERANCE (first calls that compile, autotune, capture graphs or grow the
+               allocator fall out), or the warm-up budget is spent (then the result says so)
+    calibrate: per-call estimate = median of the settled window;
+               calls_per_round = ceil(round_seconds / estimate)
+               rounds = clamp(measure_seconds / (calls_per_round * estimate), min_rounds, max_rounds)
+    measure:   reset peak memory; for each round: timer.start(); fn() x calls_per_round; timer.stop()
+               sample = round time / calls_per_round  (seconds per call)
+    check:     the first and the last outputs are finite; every round time is finite and > 0
+
+One timer start/stop per round, not per call: on CUDA/HPU the events are recorded back to back
+and the host waits once per round, so launch overhead of the timer itself stays out of the figure.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, final
+
+from pytest_accel.devices.base import RegionTimer
+from pytest_accel.result import Measurement
+from pytest_accel.stats import median
+
+__all__ = ["MeasureConfig", "MeasurementError", "check_finite", "measure"]
+
+
+class MeasurementError(Exception):
+    """The workload or the clock produced something that is not a valid measurement."""
+
+
+@final
+@dataclass(frozen=True)
+class MeasureConfig:
+    """Time budgets and counts of one measurement; defaults suit a kernel test in the smoke profile."""
+
+    # Warm-up ends when the last WARMUP_WINDOW call timings lie within SETTLE_TOLERANCE of their
+    # median: three calls in a row within 10% means compile / autotune / allocator growth is over
+    # (a compiling first call is typically 10-1000x a steady one).
+    warmup_window: int = 3
+    settle_tolerance: float = 0.10
+    # Upper bounds on warm-up: a workload that never settles (a noisy machine) is still measured,
+    # and the Measurement records warmup_settled=False so the verdict can say "noisy".
+    warmup_max_seconds: float = 3.0
+    warmup_max_calls: int = 200
+    # One round should be long enough to dwarf the timer's own cost (~5 us host, ~10 us events)
+    # and short enough that a burst of machine noise spoils one round, not the figure.
+    round_seconds: float = 0.02
+    # Total timed budget; with min_rounds it sets the precision of the median.
+    measure_seconds: float = 1.0
+    # 10 rounds at least: the median of 10 has a ~+-1 sample 70% confidence band (binomial).
+    min_rounds: int = 10
+    max_rounds: int = 500
+
+    def __post_init__(self) -> None:
+        for name in ("warmup_window", "warmup_max_calls", "min_rounds", "max_rounds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("settle_tolerance", "warmup_max_seconds", "round_seconds", "measure_seconds"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number, got {value}")
+        if self.min_rounds > self.max_rounds:
+            raise ValueError(f"min_rounds {self.min_rounds} > max_rounds {self.max_rounds}")
+
+
+def check_finite(value: Any, where: str) -> None:
+    """Raise ``MeasurementError`` if ``value`` holds a NaN or Inf (floats, tensors, and containers of them)."""
+    problem = _non_finite(value, "output")
+    if problem is not None:
+        raise MeasurementError(f"{where}: {problem} is not finite (NaN or Inf); a figure for it would be a lie")
+
+
+def _non_finite(value: Any, path: str) -> str | None:
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if hasattr(value, "is_floating_point") and hasattr(value, "dtype"):
+        import torch
+
+        if value.is_floating_point() or value.is_complex():
+            return None if bool(torch.isfinite(value.detach()).all()) else path
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _non_finite(item, f"{path}[{key!r}]")
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _non_finite(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def _check_duration(seconds: float, what: str) -> float:
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise MeasurementError(
+            f"the device clock gave {seconds!r} s for {what}; timings must be finite and positive "
+            "(a clock that does not advance, or a timer stopped before it started)"
+        )
+    return seconds
+
+
+def _warm_up(
+    fn: Callable[[], Any], timer: RegionTimer, mark_step: Callable[[], None], config: MeasureConfig
+) -> tuple[list[float], bool, float]:
+    """Call ``fn`` until timings settle; return (per-call times, settled, wall seconds spent)."""
+    times: list[float] = []
+    began = time.perf_counter()
+    while True:
+        timer.start()
+        output = fn()
+        mark_step()
+        times.append(_check_duration(timer.stop(), f"warm-up call {len(times) + 1}"))
+        if len(times) == 1:
+            check_finite(output, "the first call's output")
+        window = times[-config.warmup_window :]
+        if len(window) == config.warmup_window:
+            centre = median(window)
+            if all(abs(t - centre) <= config.settle_tolerance * centre for t in window):
+                return times, True, time.perf_counter() - began
+        spent = time.perf_counter() - began
+        if spent >= config.warmup_max_seconds or len(times) >= config.warmup_max_calls:
+            return times, False, spent
+
+
+def measure(
+    fn: Callable[[], Any],
+    *,
+    timer: RegionTimer,
+    items_per_call: float,
+    unit: str,
+    flops_per_call: float | None = None,
+    bytes_per_call: float | None = None,
+    mark_step: Callable[[], None] = lambda: None,
+    reset_peak_memory: Callable[[], None] = lambda: None,
+    peak_memory_bytes: Callable[[], int | None] = lambda: None,
+    device_key: str = "unknown",
+    config: MeasureConfig | None = None,
+) -> Measurement:
+    """Warm up, calibrate and time ``fn``; see the module docstring for the algorithm."""
+    config = config or MeasureConfig()
+    if not (math.isfinite(items_per_call) and items_per_call > 0):
+        raise MeasurementError(f"items per call must be a positive number, got {items_per_call!r}")
+    warmup_times, settled, warmup_seconds = _warm_up(fn, timer, mark_step, config)
+    estimate = median(warmup_times[-config.warmup_window :])
+    calls_per_round = max(1, math.ceil(config.round_seconds / estimate))
+    wanted_rounds = math.ceil(config.measure_seconds / (calls_per_round * estimate))
+    rounds = min(max(wanted_rounds, config.min_rounds), config.max_rounds)
+
+    reset_peak_memory()
+    samples: list[float] = []
+    output: Any = None
+    for round_index in range(rounds):
+        timer.start()
+        for _ in range(calls_per_round):
+            output = fn()
+            mark_step()
+        elapsed = _check_duration(timer.stop(), f"round {round_index + 1} of {rounds}")
+        samples.append(elapsed / calls_per_round)
+    check_finite(output, "the last timed call's output")
+    return Measurement(
+        unit=unit,
+        items_per_call=float(items_per_call),
+        samples=tuple(samples),
+        calls_per_round=calls_per_round,
+        warmup_calls=len(warmup_times),
+        warmup_seconds=warmup_seconds,
+        warmup_settled=settled,
+        flops_per_call=flops_per_call,
+        bytes_per_call=bytes_per_call,
+        peak_memory_bytes=peak_memory_bytes(),
+        device_key=device_key,
+    )

@@ -1,0 +1,134 @@
+"""The always-loaded surface of pytest-accel: options, markers, fixtures.
+
+Importing this module imports neither torch nor any vendor library; the stateful part
+(``pytest_accel.session.AccelSession``) is imported and registered in ``pytest_configure``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_accel.devices import DEVICE_CHOICES
+
+if TYPE_CHECKING:
+    from pytest_accel.devices.base import Device
+    from pytest_accel.fixture import Throughput
+    from pytest_accel.session import AccelSession
+
+PROFILE_CHOICES = ("smoke", "full")
+SESSION_KEY: pytest.StashKey[AccelSession] = pytest.StashKey()
+_DEVICE_HELP = "device to measure on: auto (hpu, else cuda, else cpu), cpu, cuda or hpu (default: auto)"
+
+
+def parse_positive_float(text: str) -> float:
+    """Option type: a finite number > 0 (seconds, fractions)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number greater than 0")
+    return value
+
+
+def parse_output_path(text: str) -> Path:
+    """Option type: a file path whose folder exists (checked now, not after an hour of measuring)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist")
+    return path
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register pytest-accel's options and ini settings."""
+    group = parser.getgroup("accel", "pytest-accel: performance tests on accelerators")
+    group.addoption("--accel-device", dest="accel_device", choices=DEVICE_CHOICES, default=None, help=_DEVICE_HELP)
+    group.addoption(
+        "--accel-profile",
+        dest="accel_profile",
+        choices=PROFILE_CHOICES,
+        default=None,
+        help="workload sizes: smoke (seconds on a laptop CPU) or full (the studies' sizes; needs a device)",
+    )
+    group.addoption(
+        "--accel-json",
+        dest="accel_json",
+        type=parse_output_path,
+        default=None,
+        metavar="PATH",
+        help="write every measurement of this run, with provenance, to PATH as JSON",
+    )
+    group.addoption(
+        "--accel-measure-seconds",
+        dest="accel_measure_seconds",
+        type=parse_positive_float,
+        default=None,
+        metavar="S",
+        help="timed budget per measurement in seconds (default: ini accel_measure_seconds, 1.0)",
+    )
+    parser.addini("accel_device", "default for --device / --accel-device", default="auto")
+    parser.addini("accel_profile", "default for --accel-profile (smoke or full)", default="smoke")
+    parser.addini("accel_measure_seconds", "timed budget per measurement, seconds", default="1.0")
+    parser.addini("accel_warmup_max_seconds", "upper bound on warm-up per measurement, seconds", default="3.0")
+
+
+def _option_taken(parser: pytest.Parser, name: str) -> bool:
+    groups = [parser._anonymous, *parser._groups]
+    return any(name in option.names() for group in groups for option in group.options)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> Generator[None]:
+    """Add the short ``--device`` once conftests had their say: a project's own ``--device`` wins."""
+    result = yield
+    if not _option_taken(parser, "--device"):
+        parser.getgroup("accel").addoption(
+            "--device",
+            dest="accel_device",
+            choices=DEVICE_CHOICES,
+            default=None,
+            help=f"{_DEVICE_HELP}; same as --accel-device",
+        )
+    return result
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker and the session object that does the work."""
+    config.addinivalue_line(
+        "markers",
+        "perf(**settings): a performance test; settings override the ini for this test "
+        "(measure_seconds, warmup_max_seconds, min_rounds)",
+    )
+    from pytest_accel.session import AccelSession
+
+    session = AccelSession(config)
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(session, "accel-session")
+
+
+@pytest.fixture(scope="session")
+def accel_device(pytestconfig: pytest.Config) -> Device:
+    """The device this run measures on (resolved from --device; never silently the CPU)."""
+    return pytestconfig.stash[SESSION_KEY].device()
+
+
+@pytest.fixture(scope="session")
+def accel_profile(pytestconfig: pytest.Config) -> str:
+    """The workload profile: ``smoke`` or ``full``."""
+    return pytestconfig.stash[SESSION_KEY].profile
+
+
+@pytest.fixture
+def throughput(request: pytest.FixtureRequest, benchmark: Any, accel_device: Device) -> Throughput:
+    """Measure a callable's items/s on the device: ``throughput(fn, items=B, unit="images")``."""
+    from pytest_accel.fixture import Throughput
+
+    session: AccelSession = request.config.stash[SESSION_KEY]
+    return Throughput(request.node, benchmark, accel_device, session.measure_config(request.node))

@@ -1,0 +1,75 @@
+"""Human-readable renderings of measurements: the end-of-run terminal table."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_accel.session import Recorded
+
+__all__ = ["format_bytes", "format_rate", "format_seconds", "measurement_table"]
+
+_HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "peak mem")
+
+
+def format_bytes(count: int | float | None) -> str:
+    """Human-readable binary size: ``1.50 GiB``; ``?`` when unknown."""
+    if count is None:
+        return "?"
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{value:.2f} TiB"
+
+
+def format_rate(value: float) -> str:
+    """Three significant figures with a k/M/G suffix: ``1.23k``."""
+    if not math.isfinite(value):
+        return "-"
+    for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def format_seconds(value: float) -> str:
+    """A latency with a fitting unit: ``812 us``, ``3.2 ms``, ``1.05 s``."""
+    if not math.isfinite(value):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def _row(record: Recorded) -> tuple[str, ...]:
+    m = record.measurement
+    test = record.nodeid if m.name == "throughput" else f"{record.nodeid} [{m.name}]"
+    if m.disabled:
+        return (test, m.device_key, "disabled", "-", "-", "-", "-")
+    tflops = m.tflops
+    return (
+        test,
+        m.device_key,
+        f"{format_rate(m.items_per_second)} {m.unit}/s",
+        f"±{m.spread * 100:.1f}%" + ("" if m.warmup_settled else " (warm-up unsettled)"),
+        format_seconds(m.seconds_per_call),
+        "-" if tflops is None else f"{tflops:.3g}",
+        format_bytes(m.peak_memory_bytes),
+    )
+
+
+def _aligned(rows: Sequence[tuple[str, ...]]) -> Iterable[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+
+
+def measurement_table(records: Sequence[Recorded]) -> list[str]:
+    """The end-of-run table: one row per measurement; spread is IQR / median."""
+    rows = [_HEADERS, *(_row(r) for r in records)]
+    return list(_aligned(rows))

@@ -1,0 +1,92 @@
+"""The result of one measurement: raw per-round samples and the figures derived from them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, final
+
+from pytest_accel.stats import iqr, median, relative_spread
+
+__all__ = ["Measurement"]
+
+
+@final
+@dataclass(frozen=True)
+class Measurement:
+    """Raw samples (seconds per call, one per round) plus what one call does; figures are derived."""
+
+    unit: str  # what one item is: "images", "tokens", "samples"
+    items_per_call: float  # items one call of the workload processes
+    samples: tuple[float, ...]  # seconds per call, one entry per timed round; empty when disabled
+    calls_per_round: int = 1  # calls timed together in one round
+    warmup_calls: int = 0  # calls made before timing started
+    warmup_seconds: float = 0.0  # wall time the warm-up took
+    warmup_settled: bool = True  # False when the warm-up budget ran out before timings agreed
+    flops_per_call: float | None = None  # floating-point operations in one call, when known
+    bytes_per_call: float | None = None  # bytes moved to/from device memory in one call, when known
+    peak_memory_bytes: int | None = None  # peak device memory during the timed rounds
+    device_key: str = "unknown"  # hardware class the figure was taken on
+    name: str = "throughput"  # metric name, for tests that take several measurements
+    extra: Mapping[str, Any] = field(default_factory=dict)  # free-form context from the test
+
+    @property
+    def disabled(self) -> bool:
+        """True when timing was disabled (``--benchmark-disable``): the workload ran once, untimed."""
+        return not self.samples
+
+    @property
+    def seconds_per_call(self) -> float:
+        """Median seconds per call over the rounds (the latency of one call)."""
+        return median(self.samples) if self.samples else math.nan
+
+    @property
+    def items_per_second(self) -> float:
+        """Throughput: items per call over the median seconds per call."""
+        return self.items_per_call / self.seconds_per_call if self.samples else math.nan
+
+    @property
+    def iqr_seconds(self) -> float:
+        """Interquartile range of seconds per call."""
+        return iqr(self.samples) if self.samples else math.nan
+
+    @property
+    def spread(self) -> float:
+        """IQR over median: the relative noise of this measurement."""
+        return relative_spread(self.samples) if self.samples else math.nan
+
+    @property
+    def tflops(self) -> float | None:
+        """Achieved TFLOP/s, when FLOPs per call are known."""
+        if self.flops_per_call is None or not self.samples:
+            return None
+        return self.flops_per_call / self.seconds_per_call / 1e12
+
+    @property
+    def bytes_per_second(self) -> float | None:
+        """Achieved memory bandwidth, when bytes per call are known."""
+        if self.bytes_per_call is None or not self.samples:
+            return None
+        return self.bytes_per_call / self.seconds_per_call
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the raw fields plus the derived figures (for readers, ignored on load)."""
+        data = asdict(self)
+        data["samples"] = list(self.samples)
+        data["extra"] = dict(self.extra)
+        data["figures"] = {
+            "items_per_second": self.items_per_second,
+            "seconds_per_call": self.seconds_per_call,
+            "spread": self.spread,
+            "tflops": self.tflops,
+            "bytes_per_second": self.bytes_per_second,
+        }
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Measurement:
+        """Inverse of ``to_dict``; derived figures are recomputed, not trusted."""
+        fields = {key: value for key, value in data.items() if key != "figures"}
+        fields["samples"] = tuple(float(sample) for sample in fields.get("samples", ()))
+        return cls(**fields)
