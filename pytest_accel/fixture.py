@@ -19,6 +19,14 @@ __all__ = ["USER_PROPERTY", "Throughput"]
 USER_PROPERTY = "accel_measurement"  # key of the JSON measurement in report.user_properties / JUnit XML
 
 
+def _finite_problem(value: Any, where: str) -> str | None:
+    try:
+        check_finite(value, where)
+    except MeasurementError as error:
+        return str(error)
+    return None
+
+
 def _oom_message(report: OutOfMemoryReport, device_key: str) -> str:
     return (
         f"out of device memory on {device_key}: requested {format_bytes(report.requested_bytes)}, "
@@ -27,9 +35,10 @@ def _oom_message(report: OutOfMemoryReport, device_key: str) -> str:
     )
 
 
-def _parallel_workers(config: pytest.Config) -> int:
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many xdist workers this run has (0 when this process is not an xdist worker)."""
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-    return int(workerinput.get("workercount", 1)) if workerinput else 1
+    return int(workerinput.get("workercount", 1)) if workerinput is not None else 0
 
 
 @final
@@ -59,11 +68,13 @@ class Throughput:
         ``flops`` and ``bytes_moved`` per call give TFLOP/s and bytes/s; ``name`` tells several
         measurements of one test apart; ``extra`` is stored with the result.
         """
-        workers = _parallel_workers(self._node.config)
-        if workers > 1:
+        workers = _xdist_workers(self._node.config)
+        if workers:
+            # Parallel workers contend for the device; pytest-benchmark also disables itself under
+            # xdist, so a "measured" run would silently be an untimed one. Refuse, loudly.
             pytest.fail(
-                f"pytest-accel does not measure in parallel: this run has {workers} xdist workers, which "
-                "would contend for the device and skew every figure. Run perf tests with -n 0 (or -p no:xdist).",
+                f"pytest-accel does not measure under xdist: this run has {workers} worker(s), which would "
+                "contend for the device and skew every figure. Run perf tests with -n 0 (or -p no:xdist).",
                 pytrace=False,
             )
         if any(m.name == name for m in self.measurements):
@@ -81,11 +92,11 @@ class Throughput:
 
     def _run_once(self, fn: Callable[[], Any], unit: str, items: float, name: str, extra: Any) -> Measurement:
         # --benchmark-disable: run the workload once for correctness, as pytest-benchmark does.
-        try:
-            check_finite(fn(), "the workload's output")
-        except MeasurementError as error:
-            pytest.fail(str(error), pytrace=False)
+        output = fn()
         self._device.mark_step()
+        problem = _finite_problem(output, "the workload's output")
+        if problem:
+            pytest.fail(problem, pytrace=False)
         return Measurement(
             unit=unit,
             items_per_call=float(items),
@@ -106,6 +117,7 @@ class Throughput:
         extra: dict[str, Any],
     ) -> Measurement:
         device = self._device
+        failure: str | None = None
         try:
             result = measure(
                 fn,
@@ -121,7 +133,7 @@ class Throughput:
                 config=self._config,
             )
         except MeasurementError as error:
-            pytest.fail(f"{name}: {error}", pytrace=False)
+            failure = f"{name}: {error}"
         except (MemoryError, RuntimeError) as error:  # torch.OutOfMemoryError is a RuntimeError
             report = device.out_of_memory(error)
             if report is None:
@@ -130,7 +142,9 @@ class Throughput:
             # so the rest of the suite gets its memory back.
             traceback.clear_frames(error.__traceback__)
             device.empty_cache()
-            pytest.fail(_oom_message(report, device.key()), pytrace=False)
+            failure = _oom_message(report, device.key())
+        if failure is not None:  # failed outside the except blocks: no "during handling" chain
+            pytest.fail(failure, pytrace=False)
         return Measurement(**{**result.__dict__, "name": name, "extra": extra})
 
     def _feed_benchmark(self, result: Measurement) -> None:

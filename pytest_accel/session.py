@@ -122,8 +122,11 @@ class AccelSession:
         return self.device_lines()
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Resolve an ``auto`` device only when perf tests were collected (a plain run imports no torch)."""
-        if self._device is None and any(is_perf_item(item) for item in items):
+        """Check perf markers; resolve an ``auto`` device only when perf tests were collected."""
+        perf_items = [item for item in items if is_perf_item(item)]
+        for item in perf_items:
+            self.measure_config(item)  # a bad marker setting is a usage error before anything runs
+        if self._device is None and perf_items:
             self.device()
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None and not hasattr(self.config, "workerinput"):

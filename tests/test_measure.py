@@ -1,0 +1,182 @@
+"""The measurement loop with a fake clock: every branch, no real timing."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from pytest_accel.devices.cpu import HostTimer
+from pytest_accel.measure import MeasureConfig, MeasurementError, check_finite, measure
+
+
+class FakeClock:
+    """A clock that only moves when the fake workload runs."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.syncs = 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sync(self) -> None:
+        self.syncs += 1
+
+
+def workload(clock: FakeClock, durations: Iterator[float], output: object = 1.0) -> tuple[list[int], object]:
+    calls = [0]
+
+    def fn() -> object:
+        calls[0] += 1
+        clock.now += next(durations)
+        return output
+
+    return calls, fn
+
+
+def constant(value: float) -> Iterator[float]:
+    while True:
+        yield value
+
+
+FAST = MeasureConfig(measure_seconds=0.1, round_seconds=0.01, min_rounds=5, max_rounds=50)
+
+
+def test_compiling_first_calls_stay_out_of_the_figure() -> None:
+    clock = FakeClock()
+    # two slow "compile" calls, then a steady 1 ms per call
+    durations = iter([5.0, 0.5, *([0.001] * 100_000)])
+    _, fn = workload(clock, durations)
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=8, unit="images", config=FAST)
+    assert result.warmup_settled
+    assert result.warmup_calls == 5  # 2 slow + 3 agreeing
+    assert result.seconds_per_call == pytest.approx(0.001)
+    assert result.items_per_second == pytest.approx(8000)
+
+
+def test_calls_per_round_and_rounds_follow_the_budgets() -> None:
+    clock = FakeClock()
+    _, fn = workload(clock, constant(0.001))
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="samples", config=FAST)
+    assert result.calls_per_round == 10  # round_seconds 0.01 / 1 ms
+    assert len(result.samples) == 10  # measure_seconds 0.1 / (10 calls x 1 ms)
+
+
+def test_rounds_are_clamped_to_min_and_max() -> None:
+    clock = FakeClock()
+    _, slow = workload(clock, constant(1.0))
+    result = measure(slow, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
+    assert len(result.samples) == FAST.min_rounds
+    assert result.calls_per_round == 1
+    clock2 = FakeClock()
+    _, quick = workload(clock2, constant(1e-6))
+    many = MeasureConfig(measure_seconds=100.0, round_seconds=1e-6, min_rounds=5, max_rounds=7)
+    result = measure(quick, timer=HostTimer(clock2, clock2.sync), items_per_call=1, unit="x", config=many)
+    assert len(result.samples) == 7
+
+
+def test_unsettled_warmup_is_reported_not_hidden() -> None:
+    clock = FakeClock()
+    alternating = iter([0.001, 0.002] * 100_000)
+    _, fn = workload(clock, alternating)
+    config = MeasureConfig(warmup_max_calls=20, measure_seconds=0.05, round_seconds=0.001, min_rounds=3)
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=config)
+    assert not result.warmup_settled
+    assert result.warmup_calls == 20
+
+
+def test_timer_synchronizes_around_every_region() -> None:
+    clock = FakeClock()
+    _, fn = workload(clock, constant(0.001))
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
+    regions = result.warmup_calls + len(result.samples)
+    assert clock.syncs == 2 * regions
+
+
+def test_mark_step_after_every_call_and_peak_memory_reset_before_rounds() -> None:
+    clock = FakeClock()
+    calls, fn = workload(clock, constant(0.001))
+    events: list[str] = []
+    result = measure(
+        fn,
+        timer=HostTimer(clock, clock.sync),
+        items_per_call=1,
+        unit="x",
+        mark_step=lambda: events.append("step"),
+        reset_peak_memory=lambda: events.append("reset"),
+        peak_memory_bytes=lambda: 1234,
+        config=FAST,
+    )
+    assert events.count("step") == calls[0]
+    assert events.index("reset") == result.warmup_calls  # after warm-up, before the first round
+    assert result.peak_memory_bytes == 1234
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_or_inf_output_fails(bad: float) -> None:
+    clock = FakeClock()
+    _, fn = workload(clock, constant(0.001), output={"loss": torch.tensor([1.0, bad])})
+    with pytest.raises(MeasurementError, match=r"output\['loss'\] is not finite"):
+        measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
+
+
+def test_output_going_nan_during_timing_fails() -> None:
+    clock = FakeClock()
+    outputs = iter([torch.ones(2)] * 6 + [torch.full((2,), math.nan)] * 100_000)
+    calls = [0]
+
+    def fn() -> torch.Tensor:
+        calls[0] += 1
+        clock.now += 0.001
+        return next(outputs)
+
+    with pytest.raises(MeasurementError, match="last timed call"):
+        measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
+
+
+@pytest.mark.parametrize("step", [0.0, -0.001, math.nan, math.inf])
+def test_a_clock_that_does_not_advance_properly_fails(step: float) -> None:
+    clock = FakeClock()
+    _, fn = workload(clock, constant(step))
+    with pytest.raises(MeasurementError, match="finite and positive"):
+        measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
+
+
+def test_exceptions_from_the_workload_propagate() -> None:
+    clock = FakeClock()
+
+    def fn() -> None:
+        raise ZeroDivisionError("inside the kernel")
+
+    with pytest.raises(ZeroDivisionError, match="inside the kernel"):
+        measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
+
+
+@pytest.mark.parametrize("items", [0, -1, math.nan])
+def test_items_must_be_positive(items: float) -> None:
+    clock = FakeClock()
+    with pytest.raises(MeasurementError, match="items per call"):
+        measure(lambda: None, timer=HostTimer(clock, clock.sync), items_per_call=items, unit="x")
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("min_rounds", 0), ("measure_seconds", 0.0), ("round_seconds", math.nan), ("warmup_window", 0)],
+)
+def test_config_rejects_nonsense(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match=field):
+        MeasureConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_config_rejects_min_above_max() -> None:
+    with pytest.raises(ValueError, match="min_rounds"):
+        MeasureConfig(min_rounds=10, max_rounds=5)
+
+
+def test_check_finite_walks_containers_and_ignores_integers() -> None:
+    check_finite((torch.ones(3), [1.0, {"a": torch.arange(3)}]), "ok")
+    with pytest.raises(MeasurementError, match=r"output\[1\]\[0\]"):
+        check_finite((torch.ones(1), [math.nan]), "here")
