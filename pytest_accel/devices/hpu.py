@@ -1,7 +1,7 @@
 """The Gaudi (HPU) backend, written against Habana's documented ``habana_frameworks.torch`` API.
 
 Nothing here has run on real Gaudi hardware yet: it is exercised through a contract fake of the
-calls below (tests/test_device_hpu.py). The calls it makes, and only these:
+calls below (tests/fakes/habana.py, used by tests/test_devices.py). The calls it makes, and only these:
 
 - ``habana_frameworks.torch.core``: importing it registers ``torch.hpu``; ``mark_step()``.
 - ``habana_frameworks.torch.hpu``: ``is_available``, ``device_count``, ``synchronize``, ``Event``,
@@ -31,6 +31,8 @@ __all__ = ["HpuDevice"]
 # synDeviceType member name -> the generation name used in device keys (optimum-habana's names).
 _GENERATIONS = {"synDeviceGaudi": "gaudi", "synDeviceGaudi2": "gaudi2", "synDeviceGaudi3": "gaudi3"}
 _OOM_PATTERN = re.compile(r"out of memory|allocation failed|\bOOM\b", re.IGNORECASE)
+# Habana's allocator names the failed size in bytes: "PT_DEVMEM Allocation failed for size::2147483648 (2048)MB".
+_HABANA_REQUESTED_PATTERN = re.compile(r"size::(\d+)")
 
 
 def lazy_mode() -> bool:
@@ -149,8 +151,9 @@ class HpuDevice:
         if not isinstance(error, RuntimeError) or not _OOM_PATTERN.search(str(error)):
             return None
         limit = self._hpu().memory_stats().get("Limit")
+        habana_size = _HABANA_REQUESTED_PATTERN.search(str(error))
         return OutOfMemoryReport(
-            requested_bytes_from_message(str(error)),
+            int(habana_size.group(1)) if habana_size else requested_bytes_from_message(str(error)),
             self.peak_memory_bytes(),
             int(limit) if limit is not None else None,
         )

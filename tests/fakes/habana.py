@@ -1,0 +1,176 @@
+"""A contract fake of the ``habana_frameworks`` calls that ``pytest_accel/devices/hpu.py`` makes.
+
+Only the calls listed in that module's docstring exist here, with the signatures of Habana's documented
+API, so a backend that calls anything else fails with ``AttributeError`` instead of passing by accident.
+Every call is appended, in order, to one shared log (``FakeHabana.calls``); events read a fake device
+clock in milliseconds that only ``FakeHabana.advance`` moves.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from types import ModuleType
+from typing import Any, final
+
+import pytest
+
+__all__ = ["GENERATIONS", "FakeHabana", "SynDeviceType", "install_fake_habana"]
+
+
+class SynDeviceType(enum.IntEnum):
+    """Stand-in for synapse's ``synDeviceType`` enum, Gaudi members only."""
+
+    # The values are arbitrary: the backend compares members, never numbers.
+    synDeviceGaudi = 1
+    synDeviceGaudi2 = 2
+    synDeviceGaudi3 = 3
+
+
+# generation name used in device keys -> the member ``_get_device_type()`` returns on that hardware.
+GENERATIONS = {
+    "gaudi": SynDeviceType.synDeviceGaudi,
+    "gaudi2": SynDeviceType.synDeviceGaudi2,
+    "gaudi3": SynDeviceType.synDeviceGaudi3,
+}
+# HBM a Gaudi 2 reports as its allocator limit (96 GiB card, ~94.6 GiB usable); any large figure would do.
+_GAUDI2_LIMIT_BYTES = 101_583_306_752
+
+
+@final
+class FakeHabana:
+    """The state behind the fake modules: the call log, the device clock and the memory counters."""
+
+    def __init__(self, generation: str = "gaudi2", available: bool = True, device_count: int = 8) -> None:
+        if generation not in GENERATIONS:
+            raise ValueError(f"unknown Gaudi generation {generation!r}; choose one of {', '.join(GENERATIONS)}")
+        self.generation = generation
+        self.available = available
+        self.device_count = device_count
+        self.calls: list[str] = []  # qualified names of every call, in order: "core.mark_step", "Event.record"
+        self.clock_ms = 0.0  # the device clock events stamp; moves only through advance()
+        self.limit_bytes = _GAUDI2_LIMIT_BYTES
+        self.in_use_bytes = 0
+        self.peak_bytes = 0  # high-water mark of in_use_bytes since the last reset_peak_memory_stats()
+        self.modules = self._build_modules()
+
+    def advance(self, milliseconds: float) -> None:
+        """Let device time pass, as if queued work ran for ``milliseconds``."""
+        self.clock_ms += milliseconds
+
+    def allocate(self, nbytes: int) -> None:
+        """Pretend a tensor of ``nbytes`` was allocated on the device."""
+        self.in_use_bytes += nbytes
+        self.peak_bytes = max(self.peak_bytes, self.in_use_bytes)
+
+    def free(self, nbytes: int) -> None:
+        """Pretend ``nbytes`` of tensors were freed."""
+        self.in_use_bytes -= nbytes
+
+    def _build_modules(self) -> dict[str, ModuleType]:
+        fake = self
+
+        def mark_step(device_str: str = "", sync: bool = False) -> None:
+            fake.calls.append("core.mark_step")
+
+        def is_available() -> bool:
+            fake.calls.append("hpu.is_available")
+            return fake.available
+
+        def device_count() -> int:
+            fake.calls.append("hpu.device_count")
+            return fake.device_count if fake.available else 0
+
+        def synchronize() -> None:
+            fake.calls.append("hpu.synchronize")
+
+        def max_memory_allocated(device: object = None) -> int:
+            fake.calls.append("hpu.max_memory_allocated")
+            return fake.peak_bytes
+
+        def reset_peak_memory_stats(device: object = None) -> None:
+            fake.calls.append("hpu.reset_peak_memory_stats")
+            fake.peak_bytes = fake.in_use_bytes
+
+        def memory_stats(device: object = None) -> dict[str, int]:
+            fake.calls.append("hpu.memory_stats")
+            return {"Limit": fake.limit_bytes, "InUse": fake.in_use_bytes, "MaxInUse": fake.peak_bytes}
+
+        def get_device_name(device: object = None) -> str:
+            # A tripwire, not part of the contract: on real hardware this occupies the device.
+            fake.calls.append("hpu.get_device_name")
+            raise AssertionError("get_device_name() occupies the Gaudi; the backend must not call it")
+
+        def _get_device_type() -> SynDeviceType:
+            fake.calls.append("experimental._get_device_type")
+            return GENERATIONS[fake.generation]
+
+        class Event:
+            """``habana_frameworks.torch.hpu.Event``: a marker on the device stream that can time work."""
+
+            def __init__(self, enable_timing: bool = False) -> None:
+                fake.calls.append("hpu.Event")
+                self.enable_timing = enable_timing
+                self.recorded_ms: float | None = None
+
+            def record(self, stream: object = None) -> None:
+                fake.calls.append("Event.record")
+                self.recorded_ms = fake.clock_ms
+
+            def synchronize(self) -> None:
+                fake.calls.append("Event.synchronize")
+
+            def query(self) -> bool:
+                fake.calls.append("Event.query")
+                return True
+
+            def elapsed_time(self, end_event: Event) -> float:
+                """Milliseconds between this event's record and ``end_event``'s."""
+                fake.calls.append("Event.elapsed_time")
+                if not (self.enable_timing and end_event.enable_timing):
+                    raise RuntimeError("Both events must be created with argument 'enable_timing=True'")
+                if self.recorded_ms is None or end_event.recorded_ms is None:
+                    raise RuntimeError("Both events must be recorded before calculating elapsed time")
+                return end_event.recorded_ms - self.recorded_ms
+
+        root = _module("habana_frameworks", package=True)
+        torch_package = _module("habana_frameworks.torch", package=True)
+        core = _module("habana_frameworks.torch.core", mark_step=mark_step)
+        hpu = _module(
+            "habana_frameworks.torch.hpu",
+            is_available=is_available,
+            device_count=device_count,
+            synchronize=synchronize,
+            Event=Event,
+            max_memory_allocated=max_memory_allocated,
+            reset_peak_memory_stats=reset_peak_memory_stats,
+            memory_stats=memory_stats,
+            get_device_name=get_device_name,
+        )
+        utils = _module("habana_frameworks.torch.utils", package=True)
+        experimental = _module(
+            "habana_frameworks.torch.utils.experimental", _get_device_type=_get_device_type, synDeviceType=SynDeviceType
+        )
+        # Submodules are attributes of their packages, as after a real import.
+        root.__dict__["torch"] = torch_package
+        torch_package.__dict__.update(core=core, hpu=hpu, utils=utils)
+        utils.__dict__["experimental"] = experimental
+        return {module.__name__: module for module in (root, torch_package, core, hpu, utils, experimental)}
+
+
+def _module(name: str, *, package: bool = False, **attributes: Any) -> ModuleType:
+    module = ModuleType(name)
+    if package:
+        module.__path__ = []  # so the import system accepts submodules under it
+    module.__dict__.update(attributes)
+    return module
+
+
+def install_fake_habana(
+    monkeypatch: pytest.MonkeyPatch, generation: str = "gaudi2", available: bool = True
+) -> FakeHabana:
+    """Put a fake ``habana_frameworks`` into ``sys.modules`` for one test; returns its state."""
+    fake = FakeHabana(generation, available)
+    for name, module in fake.modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return fake
