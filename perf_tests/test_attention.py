@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from workloads.attention import sd3_joint_attention
 
 from pytest_accel.devices.base import Device
-from workloads.attention import sd3_joint_attention
 
 
 def _dtype(device: Device) -> torch.dtype:
@@ -21,8 +21,9 @@ def test_sdpa_forward_sd3(throughput, accel_device: Device, smoke: bool) -> None
     shape = sd3_joint_attention(256, batch=2) if smoke else sd3_joint_attention(1024, batch=16)
     generator = torch.Generator().manual_seed(0)
     q, k, v = (
-        torch.randn(shape.batch, shape.heads, shape.q_len, shape.head_dim, generator=generator)
-        .to(accel_device.torch_device(), _dtype(accel_device))
+        torch.randn(shape.batch, shape.heads, shape.q_len, shape.head_dim, generator=generator).to(
+            accel_device.torch_device(), _dtype(accel_device)
+        )
         for _ in range(3)
     )
     with torch.no_grad():

@@ -144,7 +144,9 @@ def test_accel_json_holds_results_and_provenance(perf_pytester: pytest.Pytester)
 
 def test_figures_reach_benchmark_json_and_junit(perf_pytester: pytest.Pytester) -> None:
     perf_pytester.makepyfile(PERF_TEST)
-    result = perf_pytester.runpytest(
+    # In a subprocess: pytest-benchmark leaves its --benchmark-json file object open, which an
+    # in-process run would report as an unraisable ResourceWarning in some later test.
+    result = perf_pytester.runpytest_subprocess(
         "--device", "cpu", "--benchmark-json", "bench.json", "--junit-xml", "junit.xml", *FAST_OPTIONS
     )
     result.assert_outcomes(passed=1)
