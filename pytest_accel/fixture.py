@@ -5,14 +5,21 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Callable
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import pytest
 
 from pytest_accel.devices.base import Device, OutOfMemoryReport
-from pytest_accel.measure import MeasureConfig, MeasurementError, check_finite, measure
-from pytest_accel.report import format_bytes
+from pytest_accel.devices.probe import reference_kernel
+from pytest_accel.gate import GateResult, provenance_changes
+from pytest_accel.measure import MeasurementError, check_finite, measure
+from pytest_accel.report import format_bytes, format_rate
 from pytest_accel.result import Measurement
+from pytest_accel.stats import median
+from pytest_accel.verdict import Outcome
+
+if TYPE_CHECKING:
+    from pytest_accel.session import AccelSession
 
 __all__ = ["USER_PROPERTY", "Throughput"]
 
@@ -45,11 +52,13 @@ def _xdist_workers(config: pytest.Config) -> int:
 class Throughput:
     """Callable fixture value: ``throughput(fn, items=..., unit=...) -> Measurement``."""
 
-    def __init__(self, node: pytest.Item, benchmark: Any, device: Device, config: MeasureConfig) -> None:
+    def __init__(self, node: pytest.Item, benchmark: Any, device: Device, session: AccelSession) -> None:
         self._node = node
         self._benchmark = benchmark
         self._device = device
-        self._config = config
+        self._session = session
+        self._config = session.measure_config(node)
+        self._probe: Callable[[], Any] | None = None
         self.measurements: list[Measurement] = []
 
     def __call__(
@@ -83,12 +92,51 @@ class Throughput:
         self._benchmark._mode = self._benchmark._mode or "pytest-accel throughput(...)"
         if self._benchmark.disabled:
             result = self._run_once(fn, unit, items, name, extra)
-        else:
-            result = self._measure(fn, items, unit, flops, bytes_moved, name, extra)
-            self._feed_benchmark(result)
-        self.measurements.append(result)
-        self._node.user_properties.append((USER_PROPERTY, json.dumps(result.to_dict())))
+            self._record(result, None)
+            return result
+
+        def take() -> Measurement:
+            return self._measure(fn, items, unit, flops, bytes_moved, name, extra)
+
+        first = take()
+        gate = self._session.judge(self._node, first, remeasure=take)
+        result = gate.measurements[-1] if gate.outcome is Outcome.REGRESSED else first
+        self._feed_benchmark(result)
+        self._record(result, gate)
+        failure = self._session.failure_of(gate)
+        if failure is not None:
+            pytest.fail(self._failure_message(result, gate, failure), pytrace=False)
         return result
+
+    def _record(self, result: Measurement, gate: GateResult | None) -> None:
+        self.measurements.append(result)
+        data = result.to_dict()
+        data["verdict"] = None if gate is None else gate.to_dict()
+        self._node.user_properties.append((USER_PROPERTY, json.dumps(data)))
+
+    def _failure_message(self, result: Measurement, gate: GateResult, failure: str) -> str:
+        entry = self._session.baselines().get((self._node.nodeid, result.name))
+        lines = [f"perf {failure}: {self._node.nodeid} [{result.name}] on {result.device_key}"]
+        if entry is not None:
+            then = entry.items_per_call / median(entry.samples)
+            lines.append(
+                f"  throughput: baseline {format_rate(then)} {result.unit}/s, now "
+                f"{format_rate(result.items_per_second)} {result.unit}/s ({result.items_per_second / then:.3f}x)"
+            )
+        lines.append(f"  time: {gate.time.reason}")
+        if gate.memory is not None:
+            lines.append(f"  memory: {gate.memory.reason}")
+        if entry is not None:
+            provenance = entry.provenance
+            lines.append(
+                f"  baseline: commit {provenance.get('commit', '?')}, {provenance.get('date', '?')}, "
+                f"torch {provenance.get('torch', '?')}"
+            )
+            changes = provenance_changes(entry, self._device.provenance())
+            if changes:
+                lines.append(f"  changed since the baseline: {changes}")
+        lines.append("  if the change is intended, record it: pytest ... --accel-update -k <this test>")
+        return "\n".join(lines)
 
     def _run_once(self, fn: Callable[[], Any], unit: str, items: float, name: str, extra: Any) -> Measurement:
         # --benchmark-disable: run the workload once for correctness, as pytest-benchmark does.
@@ -118,6 +166,8 @@ class Throughput:
     ) -> Measurement:
         device = self._device
         failure: str | None = None
+        if self._probe is None:
+            self._probe = reference_kernel(device)
         try:
             result = measure(
                 fn,
@@ -131,6 +181,7 @@ class Throughput:
                 peak_memory_bytes=device.peak_memory_bytes,
                 device_key=device.key(),
                 config=self._config,
+                probe=self._probe,
             )
         except MeasurementError as error:
             failure = f"{name}: {error}"

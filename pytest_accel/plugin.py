@@ -36,6 +36,17 @@ def parse_positive_float(text: str) -> float:
     return value
 
 
+def parse_positive_int(text: str) -> int:
+    """Option type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
 def parse_output_path(text: str) -> Path:
     """Option type: a file path whose folder exists (checked now, not after an hour of measuring)."""
     path = Path(text)
@@ -73,7 +84,51 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="S",
         help="timed budget per measurement in seconds (default: ini accel_measure_seconds, 1.0)",
     )
+    group.addoption(
+        "--accel-baselines",
+        dest="accel_baselines",
+        default=None,
+        metavar="DIR",
+        help="baseline folder (default: ini accel_baselines, else 'baselines' beside the ini file)",
+    )
+    group.addoption(
+        "--accel-update",
+        dest="accel_update",
+        action="store_true",
+        help="write this run's measurements into the baselines (only those measured; others untouched)",
+    )
+    group.addoption(
+        "--accel-strict",
+        dest="accel_strict",
+        action="store_true",
+        help="a 'noisy' verdict fails its test (default: reported, passes)",
+    )
+    group.addoption(
+        "--accel-require-baseline",
+        dest="accel_require_baseline",
+        action="store_true",
+        help="a measurement with no baseline for this device fails its test (default: 'new', passes)",
+    )
+    group.addoption(
+        "--accel-prune",
+        dest="accel_prune",
+        action="store_true",
+        help="after collection, remove baseline entries of tests that no longer exist, list them, and exit",
+    )
+    group.addoption(
+        "--accel-cpu-threads",
+        dest="accel_cpu_threads",
+        type=parse_positive_int,
+        default=None,
+        metavar="N",
+        help="torch threads when measuring on the CPU (default: ini accel_cpu_threads, else half the cores)",
+    )
     parser.addini("accel_device", "default for --device / --accel-device", default="auto")
+    parser.addini("accel_baselines", "baseline folder, relative to the ini file", default="baselines")
+    parser.addini("accel_tolerance", "default slowdown tolerance of the verdict (fraction)", default="0.05")
+    parser.addini("accel_memory_tolerance", "default peak-memory growth tolerance (fraction)", default="0.10")
+    parser.addini("accel_confirmations", "re-measurements before a regression fails a test", default="2")
+    parser.addini("accel_cpu_threads", "torch threads on the CPU (0: half the cores)", default="0")
     parser.addini("accel_profile", "default for --accel-profile (smoke or full)", default="smoke")
     parser.addini("accel_measure_seconds", "timed budget per measurement, seconds", default="1.0")
     parser.addini("accel_warmup_max_seconds", "upper bound on warm-up per measurement, seconds", default="3.0")
@@ -104,7 +159,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "perf(**settings): a performance test; settings override the ini for this test "
-        "(measure_seconds, warmup_max_seconds, min_rounds)",
+        "(tolerance, memory_tolerance, measure_seconds, warmup_max_seconds, min_rounds, round_seconds)",
     )
     from pytest_accel.session import AccelSession
 
@@ -131,4 +186,4 @@ def throughput(request: pytest.FixtureRequest, benchmark: Any, accel_device: Dev
     from pytest_accel.fixture import Throughput
 
     session: AccelSession = request.config.stash[SESSION_KEY]
-    return Throughput(request.node, benchmark, accel_device, session.measure_config(request.node))
+    return Throughput(request.node, benchmark, accel_device, session)

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_accel.session import Recorded
 
 __all__ = ["format_bytes", "format_rate", "format_seconds", "measurement_table"]
 
-_HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "peak mem")
+_HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "peak mem", "verdict")
 
 
 def format_bytes(count: int | float | None) -> str:
@@ -50,7 +50,7 @@ def _row(record: Recorded) -> tuple[str, ...]:
     m = record.measurement
     test = record.nodeid if m.name == "throughput" else f"{record.nodeid} [{m.name}]"
     if m.disabled:
-        return (test, m.device_key, "disabled", "-", "-", "-", "-")
+        return (test, m.device_key, "disabled", "-", "-", "-", "-", "-")
     tflops = m.tflops
     return (
         test,
@@ -60,7 +60,22 @@ def _row(record: Recorded) -> tuple[str, ...]:
         format_seconds(m.seconds_per_call),
         "-" if tflops is None else f"{tflops:.3g}",
         format_bytes(m.peak_memory_bytes),
+        _verdict_cell(record.verdict),
     )
+
+
+def _verdict_cell(verdict: Mapping[str, Any] | None) -> str:
+    """``unchanged +1.2%``, ``regressed +17.0% (memory)``, ``new``."""
+    if verdict is None:
+        return "-"
+    cell = str(verdict["outcome"])
+    ratio = verdict["time"].get("ratio")
+    if ratio is not None:
+        cell += f" {(ratio - 1) * 100:+.1f}%"
+    memory = verdict.get("memory")
+    if memory is not None and memory["outcome"] == "regressed":
+        cell += " (memory)"
+    return cell
 
 
 def _aligned(rows: Sequence[tuple[str, ...]]) -> Iterable[str]:

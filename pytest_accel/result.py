@@ -28,6 +28,7 @@ class Measurement:
     bytes_per_call: float | None = None  # bytes moved to/from device memory in one call, when known
     peak_memory_bytes: int | None = None  # peak device memory during the timed rounds
     device_key: str = "unknown"  # hardware class the figure was taken on
+    probe_samples: tuple[float, ...] = ()  # seconds per reference-kernel call, one per round, interleaved
     name: str = "throughput"  # metric name, for tests that take several measurements
     extra: Mapping[str, Any] = field(default_factory=dict)  # free-form context from the test
 
@@ -35,6 +36,13 @@ class Measurement:
     def disabled(self) -> bool:
         """True when timing was disabled (``--benchmark-disable``): the workload ran once, untimed."""
         return not self.samples
+
+    @property
+    def normalized_samples(self) -> tuple[float, ...]:
+        """Each round's time over its adjacent probe round's: the machine's drift cancels out."""
+        if len(self.probe_samples) != len(self.samples):
+            return ()
+        return tuple(s / p for s, p in zip(self.samples, self.probe_samples, strict=True))
 
     @property
     def seconds_per_call(self) -> float:
@@ -74,6 +82,7 @@ class Measurement:
         """A JSON-ready dict: the raw fields plus the derived figures (for readers, ignored on load)."""
         data = asdict(self)
         data["samples"] = list(self.samples)
+        data["probe_samples"] = list(self.probe_samples)
         data["extra"] = dict(self.extra)
         data["figures"] = {
             "items_per_second": self.items_per_second,
@@ -89,4 +98,5 @@ class Measurement:
         """Inverse of ``to_dict``; derived figures are recomputed, not trusted."""
         fields = {key: value for key, value in data.items() if key != "figures"}
         fields["samples"] = tuple(float(sample) for sample in fields.get("samples", ()))
+        fields["probe_samples"] = tuple(float(sample) for sample in fields.get("probe_samples", ()))
         return cls(**fields)

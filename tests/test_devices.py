@@ -235,7 +235,7 @@ def test_cpu_peak_memory_grows_after_a_large_allocation() -> None:
     device.reset_peak_memory()
     before = device.peak_memory_bytes()
     assert isinstance(before, int)
-    assert before > 0
+    assert before >= 0  # growth since the reset, not the whole process
     size = 256 * 2**20  # far above allocator noise, small enough for any CI runner
     block = bytearray(b"\xff") * size  # filled, so every page is resident
     after = device.peak_memory_bytes()

@@ -19,7 +19,7 @@ def test_perf_test_passes_and_prints_the_table(perf_pytester: pytest.Pytester) -
             "accel: device cpu (key cpu-*-*c), profile smoke",
             "accel: device_model=*torch=*",
             "*= accel measurements =*",
-            "test*device*throughput*spread*latency*TFLOP/s*peak mem",
+            "test*device*throughput*spread*latency*TFLOP/s*peak mem*verdict",
             "*test_matmul*cpu-*rows/s*±*",
         ]
     )

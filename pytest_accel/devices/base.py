@@ -45,6 +45,9 @@ class Device(Protocol):
     """One accelerator kind (cpu, cuda, hpu) as the measurement code sees it."""
 
     kind: str  # "cpu", "cuda" or "hpu": the value of --device
+    # Whether peak_memory_bytes is exact enough to gate on (an allocator's own counter), not an
+    # OS estimate: the CPU's RSS growth swung between 0 and 50 MiB across runs of the same test.
+    exact_peak_memory: bool
 
     def is_available(self) -> bool:
         """Whether this kind of device is present and usable in this process."""
@@ -57,6 +60,9 @@ class Device(Protocol):
 
     def provenance(self) -> Mapping[str, str]:
         """Model, count, torch and driver/runtime versions: what a figure was measured with."""
+
+    def activate(self) -> None:
+        """Make this the device measured on (CPU: pin torch's thread count; CUDA: select the GPU)."""
 
     def torch_device(self) -> torch.device:
         """The ``torch.device`` workloads should allocate on."""

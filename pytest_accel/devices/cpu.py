@@ -15,7 +15,7 @@ from pytest_accel.devices.base import OutOfMemoryReport, slug
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["CpuDevice", "HostTimer", "cpu_model_name"]
+__all__ = ["CpuDevice", "HostTimer", "cpu_model_name", "default_cpu_threads"]
 
 _PROC_STATUS = Path("/proc/self/status")
 _PROC_CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -49,6 +49,15 @@ class HostTimer:
         return elapsed
 
 
+def default_cpu_threads() -> int:
+    """Half the cores, at least one: torch threads that must wait for each other on a busy core spoil timing.
+
+    Measured on a 2-core VM (docs/measurements.md): SDPA with 2 threads varied by a CV of 26%
+    across runs, with 1 thread by 8%; its ratio to an interleaved matmul probe by 2%.
+    """
+    return max(1, (os.cpu_count() or 1) // 2)
+
+
 def cpu_model_name() -> str:
     """The CPU model as the OS reports it ("AMD EPYC", "Intel(R) Xeon(R) ...")."""
     try:
@@ -60,10 +69,11 @@ def cpu_model_name() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
-def _read_peak_rss_bytes() -> int | None:
+def _read_status_bytes(field: str) -> int | None:
+    """A memory field of /proc/self/status (``VmHWM``, ``VmRSS``) in bytes."""
     try:
         for line in _PROC_STATUS.read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024  # the kernel reports kB
     except (OSError, ValueError, IndexError):
         pass
@@ -75,6 +85,17 @@ class CpuDevice:
     """The host CPU; torch runs its kernels synchronously, so the host clock is the device clock."""
 
     kind = "cpu"
+    exact_peak_memory = False
+
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads or default_cpu_threads()
+        self._resident_at_reset = 0
+
+    def activate(self) -> None:
+        """Pin torch's intra-op threads (see ``default_cpu_threads``)."""
+        import torch
+
+        torch.set_num_threads(self.threads)
 
     def is_available(self) -> bool:
         """The CPU is always there."""
@@ -97,7 +118,7 @@ class CpuDevice:
             "device_count": "1",
             "cores": str(os.cpu_count() or 1),
             "torch": torch.__version__,
-            "torch_threads": str(torch.get_num_threads()),
+            "cpu_threads": str(self.threads),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "python": platform.python_version(),
         }
@@ -116,14 +137,19 @@ class CpuDevice:
         return HostTimer(time.perf_counter, self.synchronize)
 
     def reset_peak_memory(self) -> None:
-        """Reset the peak-RSS counter where the kernel allows it."""
+        """Reset the peak-RSS counter where the kernel allows it, and note the resident size now."""
         # Not Linux, or not permitted: the peak then covers the whole process so far.
         with contextlib.suppress(OSError):
             _PROC_CLEAR_REFS.write_text(_RESET_PEAK_RSS)
+        self._resident_at_reset = _read_status_bytes("VmRSS") or 0
 
     def peak_memory_bytes(self) -> int | None:
-        """Peak resident set size of this process since the last reset."""
-        return _read_peak_rss_bytes()
+        """Peak resident-set growth since the last reset: the workload's own memory, not the interpreter's.
+
+        The whole-process peak would depend on what earlier tests left resident (-k changes it).
+        """
+        peak = _read_status_bytes("VmHWM")
+        return None if peak is None else max(0, peak - self._resident_at_reset)
 
     def autocast_dtype(self) -> torch.dtype:
         """float32: CPU bf16 kernels are only fast on AMX / AVX512-BF16 parts, which torch does not report."""
@@ -140,7 +166,7 @@ class CpuDevice:
     def out_of_memory(self, error: BaseException) -> OutOfMemoryReport | None:
         """A host ``MemoryError`` is the CPU's out-of-memory."""
         if isinstance(error, MemoryError):
-            return OutOfMemoryReport(None, self.peak_memory_bytes(), _total_memory_bytes())
+            return OutOfMemoryReport(None, _read_status_bytes("VmHWM"), _total_memory_bytes())
         return None
 
 

@@ -54,6 +54,7 @@ class CudaDevice:
     """The first visible CUDA device (``cuda:0``; pin another with CUDA_VISIBLE_DEVICES)."""
 
     kind = "cuda"
+    exact_peak_memory = True
 
     def __init__(self, index: int = 0) -> None:
         self.index = index
@@ -94,6 +95,12 @@ class CudaDevice:
             "cuda_driver": str(driver()) if driver is not None else "unknown",
             "cudnn": str(torch.backends.cudnn.version()),  # type: ignore[no-untyped-call]
         }
+
+    def activate(self) -> None:
+        """Make ``cuda:<index>`` the current device."""
+        import torch
+
+        torch.cuda.set_device(self.index)
 
     def torch_device(self) -> torch.device:
         """``cuda:<index>``."""

@@ -45,6 +45,7 @@ class HpuDevice:
     """The first Gaudi device of this process."""
 
     kind = "hpu"
+    exact_peak_memory = True
 
     def __init__(self) -> None:
         self._import_error: str | None = None
@@ -101,6 +102,10 @@ class HpuDevice:
             "habana_torch_plugin": bridge,
             "lazy_mode": str(lazy_mode()).lower(),
         }
+
+    def activate(self) -> None:
+        """Importing the bridge (done by ``is_available``) is all Gaudi needs."""
+        self._core()
 
     def torch_device(self) -> torch.device:
         """``torch.device("hpu")``."""

@@ -1,0 +1,444 @@
+"""Baselines on disk: one JSON file per device class, profile and world size, merged atomically under a lock.
+
+Layout: ``<root>/<device_key>/<profile>.json`` at world size 1, ``<root>/<device_key>/<profile>-w<N>.json``
+above it. A file holds ``entries[test][metric]``; ``update`` replaces only the pairs it is given and keeps
+every other entry as it was on disk (extra keys a newer writer added included). Pure: stdlib only.
+
+Writing, in pseudo-code::
+
+    with flock(<root>/<device_key>/.<file stem>.lock):     # one writer per file, across processes
+        document = read and validate the file               # corrupt -> BaselineError, nothing written
+        document.entries[test][metric] = entry.to_json()    # for each given entry
+        write a temp file beside it, fsync, os.replace      # readers see the old or the new file, never half
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, final
+
+__all__ = ["SCHEMA_VERSION", "BaselineEntry", "BaselineError", "BaselineStore"]
+
+# Version of the file layout. A reader refuses a higher number: a newer writer may have changed what a
+# field means, and guessing would compare against the wrong figure.
+SCHEMA_VERSION = 1
+
+# Significant digits kept of each sample on write: 1e-5 relative is far below any timing noise, and short
+# numbers keep baseline diffs reviewable.
+SAMPLE_SIGNIFICANT_DIGITS = 5
+
+# Keys of a file's top level, all required. Unknown ones are refused rather than silently dropped on update.
+_TOP_LEVEL_KEYS = ("schema", "device_key", "profile", "world_size", "entries")
+# Keys an entry must have; the others default (no probe, memory unknown, suite tolerances, no provenance).
+_REQUIRED_ENTRY_KEYS = ("unit", "items_per_call", "samples")
+# Mode of a newly created baseline file: it is meant to be committed and read by everyone.
+_NEW_FILE_MODE = 0o644
+# Longest quotation of an offending value in an error message.
+_SHOWN_VALUE_CHARS = 60
+# A profile ending like this would name the file of another profile at another world size.
+_WORLD_SIZE_SUFFIX = re.compile(r"-w\d+\Z")
+# What a samples list must be, the start of every message about one (tools may search for it).
+_SAMPLES_PROBLEM = "expected a list of positive finite numbers"
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be used; the message names the file and the problem."""
+
+
+class _Invalid(Exception):
+    """A content problem at a key path, raised before the file it belongs to is named."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+
+
+def _show(value: object) -> str:
+    """A short quotation of a JSON value for an error message."""
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= _SHOWN_VALUE_CHARS else text[: _SHOWN_VALUE_CHARS - 3] + "..."
+
+
+def _finite(value: object) -> float | None:
+    """The value as a float when it is a finite number (bools are not numbers here), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float range
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _encodable(text: str) -> bool:
+    """Whether the string is valid Unicode text (JSON escapes can smuggle in lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(value: object, path: str) -> str:
+    if not isinstance(value, str) or not value or not _encodable(value):
+        raise _Invalid(path, f"expected a non-empty string, got {_show(value)}")
+    return value
+
+
+def _positive(value: object, path: str) -> float:
+    number = _finite(value)
+    if number is None or number <= 0:
+        raise _Invalid(path, f"expected a positive finite number, got {_show(value)}")
+    return number
+
+
+def _samples(value: object, path: str, *, allow_empty: bool) -> tuple[float, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise _Invalid(path, f"{_SAMPLES_PROBLEM}, got {_show(value)}")
+    if not value and not allow_empty:
+        raise _Invalid(path, f"{_SAMPLES_PROBLEM}, got an empty list")
+    samples = []
+    for index, item in enumerate(value):
+        number = _finite(item)
+        if number is None or number <= 0:
+            raise _Invalid(path, f"{_SAMPLES_PROBLEM}, item {index} is {_show(item)}")
+        samples.append(number)
+    return tuple(samples)
+
+
+def _tolerance(value: object, path: str) -> float | None:
+    if value is None:
+        return None
+    number = _finite(value)
+    if number is None or number < 0:
+        raise _Invalid(path, f"expected null or a finite number >= 0, got {_show(value)}")
+    return number
+
+
+def _byte_count(value: object, path: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _Invalid(path, f"expected null or an integer >= 0, got {_show(value)}")
+    return value
+
+
+def _provenance(value: object, path: str) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise _Invalid(path, f"expected an object of strings, got {_show(value)}")
+    for key, item in value.items():
+        if not isinstance(key, str) or not _encodable(key):
+            raise _Invalid(path, f"expected an object of strings, key {_show(key)} is not a string")
+        if not isinstance(item, str) or not _encodable(item):
+            raise _Invalid(f"{path}[{key!r}]", f"expected a string, got {_show(item)}")
+    return dict(value)
+
+
+def _round_significant(value: float) -> float:
+    """The value to SAMPLE_SIGNIFICANT_DIGITS significant digits (unrounded where rounding would overflow)."""
+    rounded = float(f"{value:.{SAMPLE_SIGNIFICANT_DIGITS}g}")
+    return rounded if math.isfinite(rounded) else value
+
+
+@final
+@dataclass(frozen=True)
+class BaselineEntry:
+    """The recorded figure of one metric of one test: raw samples, what one call does, and where it came from."""
+
+    test: str  # pytest node id
+    metric: str  # measurement name, "throughput" unless the test takes several
+    unit: str  # what one item is: "images", "tokens", "samples"
+    items_per_call: float  # items one call of the workload processes
+    samples: tuple[float, ...]  # seconds per call, one per timed round; at least one
+    probe_samples: tuple[float, ...] = ()  # seconds per reference-kernel call, interleaved with the rounds
+    peak_memory_bytes: int | None = None  # peak device memory during the timed rounds, when known
+    tolerance: float | None = None  # per-test slowdown tolerance; None: the suite's
+    memory_tolerance: float | None = None  # per-test memory growth tolerance; None: the suite's
+    provenance: Mapping[str, str] = field(default_factory=dict, hash=False)  # torch version, commit, date...
+
+    def __post_init__(self) -> None:
+        try:
+            _text(self.test, "test")
+            _text(self.metric, "metric")
+            _text(self.unit, "unit")
+            normalized = {
+                "items_per_call": _positive(self.items_per_call, "items_per_call"),
+                "samples": _samples(self.samples, "samples", allow_empty=False),
+                "probe_samples": _samples(self.probe_samples, "probe_samples", allow_empty=True),
+                "peak_memory_bytes": _byte_count(self.peak_memory_bytes, "peak_memory_bytes"),
+                "tolerance": _tolerance(self.tolerance, "tolerance"),
+                "memory_tolerance": _tolerance(self.memory_tolerance, "memory_tolerance"),
+                "provenance": _provenance(self.provenance, "provenance"),
+            }
+        except _Invalid as invalid:
+            raise ValueError(f"invalid BaselineEntry {invalid}") from None
+        for name, value in normalized.items():  # lists to tuples, ints to floats, a private provenance copy
+            object.__setattr__(self, name, value)
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as stored under ``entries[test][metric]``; samples rounded to 5 significant digits."""
+        return {
+            "unit": self.unit,
+            "items_per_call": self.items_per_call,
+            "samples": [_round_significant(sample) for sample in self.samples],
+            "probe_samples": [_round_significant(sample) for sample in self.probe_samples],
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "tolerance": self.tolerance,
+            "memory_tolerance": self.memory_tolerance,
+            "provenance": dict(self.provenance),
+        }
+
+    @classmethod
+    def from_json(cls, test: str, metric: str, data: object, where: str) -> BaselineEntry:
+        """Validate one stored entry; ``where`` (the file) and the key path are named in any BaselineError."""
+        base = f"entries[{test!r}][{metric!r}]"
+        try:
+            _text(test, f"entries[{test!r}] (test id)")
+            _text(metric, f"{base} (metric)")
+            if not isinstance(data, Mapping):
+                raise _Invalid(base, f"expected an object, got {_show(data)}")
+            for key in _REQUIRED_ENTRY_KEYS:
+                if key not in data:
+                    raise _Invalid(base, f"missing {key!r}")
+            return cls(
+                test=test,
+                metric=metric,
+                unit=_text(data["unit"], f"{base}['unit']"),
+                items_per_call=_positive(data["items_per_call"], f"{base}['items_per_call']"),
+                samples=_samples(data["samples"], f"{base}['samples']", allow_empty=False),
+                probe_samples=_samples(data.get("probe_samples", []), f"{base}['probe_samples']", allow_empty=True),
+                peak_memory_bytes=_byte_count(data.get("peak_memory_bytes"), f"{base}['peak_memory_bytes']"),
+                tolerance=_tolerance(data.get("tolerance"), f"{base}['tolerance']"),
+                memory_tolerance=_tolerance(data.get("memory_tolerance"), f"{base}['memory_tolerance']"),
+                provenance=_provenance(data.get("provenance", {}), f"{base}['provenance']"),
+            )
+        except _Invalid as invalid:
+            raise BaselineError(f"{where}: {invalid}") from None
+
+
+def _check_plain_json(value: object, path: str) -> None:
+    """Refuse non-finite numbers and lone surrogates anywhere (they would not survive a rewrite)."""
+    pending: list[tuple[object, str]] = [(value, path)]
+    while pending:  # iterative: nesting as deep as json accepts must not overflow the stack
+        item, where = pending.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise _Invalid(where, f"{item!r} is not a finite number")
+        if isinstance(item, str) and not _encodable(item):
+            raise _Invalid(where, "contains a lone surrogate, which is not text")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not _encodable(key):
+                    raise _Invalid(where, f"key {key!r} contains a lone surrogate, which is not text")
+                pending.append((child, f"{where}[{key!r}]"))
+        elif isinstance(item, list):
+            pending.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+
+
+def _decode(raw: bytes, where: str) -> object:
+    """The JSON value in a file's bytes, or a BaselineError that says where the syntax broke."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BaselineError(f"{where}: not UTF-8 text (byte {error.start})") from None
+    if not text.strip():
+        raise BaselineError(f"{where}: the file is empty (expected a JSON object)")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BaselineError(
+            f"{where}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        ) from None
+    except (ValueError, RecursionError) as error:  # an int too long to convert; nesting too deep
+        raise BaselineError(f"{where}: invalid JSON: {error}") from None
+
+
+def _check_header(document: object, where: str, device_key: str, profile: str, world_size: int) -> dict[str, Any]:
+    """The top-level object, once its schema, keys and location fields are right."""
+    if not isinstance(document, dict):
+        raise BaselineError(f"{where}: expected a JSON object at the top level, got {_show(document)}")
+    schema = document.get("schema")
+    if isinstance(schema, bool) or not isinstance(schema, int) or schema < 1:
+        found = "it is missing" if "schema" not in document else f"got {_show(schema)}"
+        raise BaselineError(f"{where}: 'schema' must be an integer >= 1 ({found})")
+    if schema > SCHEMA_VERSION:
+        raise BaselineError(
+            f"{where}: written by a newer pytest-accel (schema {schema}; this one reads schema {SCHEMA_VERSION}); "
+            "upgrade pytest-accel to use it"
+        )
+    missing = [key for key in _TOP_LEVEL_KEYS if key not in document]
+    unknown = sorted(key for key in document if key not in _TOP_LEVEL_KEYS)
+    if missing or unknown:
+        raise BaselineError(f"{where}: top-level keys: missing {missing}, unknown {unknown}")
+    for key, expected in (("device_key", device_key), ("profile", profile), ("world_size", world_size)):
+        found = document[key]
+        if type(found) is not type(expected) or found != expected:
+            raise BaselineError(f"{where}: '{key}' is {_show(found)} but the file's location says {expected!r}")
+    if not isinstance(document["entries"], dict):
+        raise BaselineError(f"{where}: 'entries': expected an object, got {_show(document['entries'])}")
+    return document
+
+
+def _read(path: Path, device_key: str, profile: str, world_size: int) -> tuple[dict[str, Any], list[BaselineEntry]]:
+    """The raw ``entries`` object of a baseline file and its validated entries; both empty if there is no file."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}, []
+    where = str(path)
+    document = _check_header(_decode(raw, where), where, device_key, profile, world_size)
+    entries: dict[str, Any] = document["entries"]
+    parsed: list[BaselineEntry] = []
+    for test, metrics in entries.items():
+        if not isinstance(metrics, dict):
+            raise BaselineError(f"{where}: entries[{test!r}]: expected an object of metrics, got {_show(metrics)}")
+        parsed.extend(BaselineEntry.from_json(test, metric, data, where) for metric, data in metrics.items())
+    try:
+        _check_plain_json(entries, "entries")
+    except _Invalid as invalid:
+        raise BaselineError(f"{where}: {invalid}") from None
+    return entries, parsed
+
+
+def _serialize(device_key: str, profile: str, world_size: int, entries: Mapping[str, Any]) -> bytes:
+    """A file's bytes: sorted keys, two-space indent, a trailing newline, so equal content gives equal bytes."""
+    document = {
+        "schema": SCHEMA_VERSION,
+        "device_key": device_key,
+        "profile": profile,
+        "world_size": world_size,
+        "entries": entries,
+    }
+    text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data``: a reader (or a crash) sees the old file or the new one, never a mix."""
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _NEW_FILE_MODE
+    descriptor, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+            os.fchmod(stream.fileno(), mode)
+        os.replace(temp_name, path)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+    # Make the rename itself durable; best effort, as some file systems refuse to fsync a folder.
+    with suppress(OSError):
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock for ``path`` (on a sibling ``.<stem>.lock``, which is left in place)."""
+    import fcntl  # POSIX only: imported here so that reading baselines works everywhere
+
+    lock = os.open(path.parent / f".{path.stem}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock)  # closing releases the lock
+
+
+def _check_name(value: str, what: str) -> None:
+    """Refuse a name that would leave its folder, hide its file, or be ambiguous."""
+    separators = {"/", "\\", os.sep, os.altsep or "/"}
+    if (
+        not isinstance(value, str)
+        or not value
+        or value.startswith(".")
+        or ".." in value
+        or "\0" in value
+        or any(separator in value for separator in separators)
+    ):
+        raise ValueError(f"{what} {value!r} cannot name a baseline folder or file (empty, a path, or hidden)")
+
+
+@final
+class BaselineStore:
+    """The baseline files under one root folder: ``<root>/<device_key>/<profile>[-w<N>].json``."""
+
+    __slots__ = ("root",)
+    root: Path
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def path_for(self, device_key: str, profile: str, world_size: int = 1) -> Path:
+        """The file holding the baselines of one device class, profile and world size."""
+        _check_name(device_key, "device key")
+        _check_name(profile, "profile")
+        if _WORLD_SIZE_SUFFIX.search(profile):
+            raise ValueError(f"profile {profile!r} ends like a world-size suffix (-w<N>); choose another name")
+        if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+            raise ValueError(f"world size must be an integer >= 1, got {world_size!r}")
+        name = profile if world_size == 1 else f"{profile}-w{world_size}"
+        return self.root / device_key / f"{name}.json"
+
+    def load(self, device_key: str, profile: str, world_size: int = 1) -> dict[tuple[str, str], BaselineEntry]:
+        """The entries of one file by (test, metric); empty when there is none. Never writes."""
+        path = self.path_for(device_key, profile, world_size)
+        _, entries = _read(path, device_key, profile, world_size)
+        return {(entry.test, entry.metric): entry for entry in entries}
+
+    def update(self, device_key: str, profile: str, world_size: int, entries: Iterable[BaselineEntry]) -> Path:
+        """Record the given entries (the last wins for a repeated pair), keeping every other entry; returns the file.
+
+        Nothing is written when no entries are given, or when the file on disk is corrupt (BaselineError).
+        """
+        path = self.path_for(device_key, profile, world_size)
+        given = {(entry.test, entry.metric): entry for entry in entries}
+        if not given:
+            return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(path):
+            stored, _ = _read(path, device_key, profile, world_size)
+            for (test, metric), entry in given.items():
+                stored.setdefault(test, {})[metric] = entry.to_json()
+            _write_atomically(path, _serialize(device_key, profile, world_size, stored))
+        return path
+
+    def prune(self, device_key: str, profile: str, world_size: int, keep_tests: Collection[str]) -> list[str]:
+        """Remove the entries of tests not in ``keep_tests``; returns their ids, sorted. No write if none."""
+        path = self.path_for(device_key, profile, world_size)
+        if not path.exists():
+            return []
+        keep = set(keep_tests)
+        with _locked(path):
+            stored, _ = _read(path, device_key, profile, world_size)
+            stale = sorted(test for test in stored if test not in keep)
+            if stale:
+                kept = {test: metrics for test, metrics in stored.items() if test in keep}
+                _write_atomically(path, _serialize(device_key, profile, world_size, kept))
+        return stale
+
+    def files(self) -> list[Path]:
+        """Every baseline file under the root, sorted (lock and temporary files excluded)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(
+            path
+            for path in self.root.glob("*/*.json")
+            if path.is_file() and not path.name.startswith(".") and not path.parent.name.startswith(".")
+        )

@@ -1,0 +1,256 @@
+"""The statistics and the verdict rules: pure logic, exhaustively."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_accel.baselines import BaselineEntry
+from pytest_accel.gate import run_gate
+from pytest_accel.result import Measurement
+from pytest_accel.stats import mann_whitney_p, median, quantile, ratio_confidence_interval, relative_spread
+from pytest_accel.verdict import Observation, Outcome, Verdict, VerdictPolicy, combine, judge_memory, judge_time
+
+positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False, allow_infinity=False)
+samples = st.lists(positive, min_size=2, max_size=40)
+
+
+def noisy(centre: float, spread: float, n: int = 30, seed: int = 0) -> list[float]:
+    """n samples around centre with a relative Gaussian spread."""
+    rng = random.Random(seed)
+    return [centre * (1 + rng.gauss(0, spread)) for _ in range(n)]
+
+
+# -- statistics ---------------------------------------------------------------------------------
+
+
+@given(samples, st.floats(min_value=0, max_value=1))
+def test_quantile_lies_within_the_samples(values: list[float], q: float) -> None:
+    assert min(values) <= quantile(values, q) <= max(values)
+
+
+@given(samples)
+def test_quantiles_are_monotone(values: list[float]) -> None:
+    levels = [quantile(values, q) for q in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    assert levels == sorted(levels)
+
+
+def test_quantile_rejects_empty_and_out_of_range() -> None:
+    with pytest.raises(ValueError, match="no samples"):
+        quantile([], 0.5)
+    with pytest.raises(ValueError, match="outside"):
+        quantile([1.0], 1.5)
+
+
+@given(samples, samples)
+@settings(max_examples=60)
+def test_ratio_interval_contains_its_estimate(now: list[float], then: list[float]) -> None:
+    estimate, low, high = ratio_confidence_interval(now, then, 0.95)
+    assert low <= estimate * (1 + 1e-9) and estimate <= high * (1 + 1e-9)
+
+
+@given(samples, samples, st.floats(min_value=0.1, max_value=10))
+@settings(max_examples=60)
+def test_ratio_scales_with_the_current_samples(now: list[float], then: list[float], factor: float) -> None:
+    base, _, _ = ratio_confidence_interval(now, then)
+    scaled, _, _ = ratio_confidence_interval([x * factor for x in now], then)
+    assert scaled == pytest.approx(base * factor, rel=1e-9)
+
+
+@given(samples, samples)
+@settings(max_examples=60)
+def test_mann_whitney_is_symmetric_and_a_probability(a: list[float], b: list[float]) -> None:
+    p = mann_whitney_p(a, b)
+    assert 0.0 <= p <= 1.0
+    assert p == pytest.approx(mann_whitney_p(b, a))
+
+
+def test_mann_whitney_matches_a_known_shift() -> None:
+    assert mann_whitney_p(noisy(1.0, 0.02), noisy(1.1, 0.02, seed=1)) < 1e-6
+    assert mann_whitney_p([1.0] * 10, [1.0] * 10) == 1.0
+
+
+def test_ratio_interval_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        ratio_confidence_interval([0.0, 1.0], [1.0])
+    with pytest.raises(ValueError, match="confidence"):
+        ratio_confidence_interval([1.0], [1.0], 0.5)
+
+
+# -- verdict rules --------------------------------------------------------------------------------
+
+POLICY = VerdictPolicy()
+
+
+def observation(centre: float, spread: float = 0.02, seed: int = 0, probe: float | None = 1e-3) -> Observation:
+    times = noisy(centre, spread, seed=seed)
+    probes = [probe] * len(times) if probe is not None else []
+    return Observation(times, probes)
+
+
+@pytest.mark.parametrize(
+    "slowdown, expected",
+    [(1.0, Outcome.UNCHANGED), (1.02, Outcome.UNCHANGED), (1.10, Outcome.REGRESSED), (0.85, Outcome.IMPROVED)],
+)
+def test_time_verdicts(slowdown: float, expected: Outcome) -> None:
+    verdict = judge_time(observation(0.01 * slowdown, seed=1), observation(0.01), POLICY)
+    assert verdict.outcome is expected
+    assert verdict.normalized
+
+
+def test_a_change_within_tolerance_is_not_a_regression_even_if_significant() -> None:
+    verdict = judge_time(observation(0.0104, 0.002, seed=1), observation(0.01, 0.002), POLICY)
+    assert verdict.p_value is not None and verdict.p_value < 0.01
+    assert verdict.outcome is Outcome.UNCHANGED
+
+
+def test_a_large_but_insignificant_change_is_not_a_regression() -> None:
+    now = Observation([0.01, 0.02, 0.013, 0.009] * 3, [1e-3] * 12)
+    then = Observation([0.01, 0.012, 0.008, 0.015] * 3, [1e-3] * 12)
+    assert judge_time(now, then, VerdictPolicy(noisy_spread_floor=10.0)).outcome is not Outcome.REGRESSED
+
+
+def test_machine_drift_cancels_through_the_probe() -> None:
+    # The whole machine runs 30% slower: workload and probe alike. Not a regression.
+    now = Observation([t * 1.3 for t in noisy(0.01, 0.02, seed=3)], [1.3e-3] * 30)
+    assert judge_time(now, observation(0.01), POLICY).outcome is Outcome.UNCHANGED
+
+
+def test_without_probe_raw_samples_are_compared() -> None:
+    verdict = judge_time(observation(0.012, probe=None, seed=2), observation(0.01, probe=None), POLICY)
+    assert verdict.outcome is Outcome.REGRESSED and not verdict.normalized
+
+
+def test_a_spread_far_above_the_baseline_is_noisy() -> None:
+    verdict = judge_time(observation(0.01, spread=0.5, seed=4), observation(0.01), POLICY)
+    assert verdict.outcome is Outcome.NOISY
+    assert "too unsteady" in verdict.reason
+
+
+def test_a_probe_far_off_its_baseline_is_noisy() -> None:
+    verdict = judge_time(observation(0.01, probe=3e-3), observation(0.01, probe=1e-3), POLICY)
+    assert verdict.outcome is Outcome.NOISY
+    assert "reference kernel ran 3.00x" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "now, then, expected",
+    [
+        (110 * 2**20, 100 * 2**20, Outcome.UNCHANGED),
+        (120 * 2**20, 100 * 2**20, Outcome.REGRESSED),
+        (6 * 2**20, 1 * 2**20, Outcome.UNCHANGED),
+    ],
+)
+def test_memory_verdicts(now: int, then: int, expected: Outcome) -> None:
+    verdict = judge_memory(
+        Observation([1.0], peak_memory_bytes=now), Observation([1.0], peak_memory_bytes=then), POLICY
+    )
+    assert verdict is not None and verdict.outcome is expected
+
+
+def test_memory_unknown_on_either_side_gives_no_verdict() -> None:
+    assert judge_memory(Observation([1.0]), Observation([1.0], peak_memory_bytes=1), POLICY) is None
+
+
+def test_policy_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="tolerance"):
+        VerdictPolicy(tolerance=math.nan)
+    with pytest.raises(ValueError, match="probe_drift_limit"):
+        VerdictPolicy(probe_drift_limit=1.0)
+
+
+REGRESSED = Verdict(Outcome.REGRESSED, "time", "slower", ratio=1.2)
+UNCHANGED = Verdict(Outcome.UNCHANGED, "time", "same", ratio=1.01)
+NOISY = Verdict(Outcome.NOISY, "time", "unsteady")
+
+
+@pytest.mark.parametrize(
+    "confirmations, expected",
+    [
+        ([], Outcome.REGRESSED),
+        ([REGRESSED, REGRESSED], Outcome.REGRESSED),
+        ([REGRESSED, UNCHANGED], Outcome.UNCHANGED),
+        ([UNCHANGED], Outcome.UNCHANGED),
+        ([NOISY], Outcome.NOISY),
+    ],
+)
+def test_a_regression_stands_only_if_confirmed(confirmations: list[Verdict], expected: Outcome) -> None:
+    assert combine(REGRESSED, confirmations).outcome is expected
+
+
+# -- the gate -------------------------------------------------------------------------------------
+
+
+def measurement(centre: float, seed: int = 0, items: float = 2.0) -> Measurement:
+    times = tuple(noisy(centre, 0.02, seed=seed))
+    return Measurement(unit="images", items_per_call=items, samples=times, probe_samples=(1e-3,) * len(times))
+
+
+def entry(centre: float, **provenance: str) -> BaselineEntry:
+    base = measurement(centre, seed=99)
+    return BaselineEntry(
+        test="t::x",
+        metric="throughput",
+        unit="images",
+        items_per_call=2.0,
+        samples=base.samples,
+        probe_samples=base.probe_samples,
+        peak_memory_bytes=None,
+        tolerance=None,
+        memory_tolerance=None,
+        provenance=provenance,
+    )
+
+
+def test_gate_remeasures_a_suspect_and_keeps_a_confirmed_regression() -> None:
+    taken: list[Measurement] = []
+
+    def again() -> Measurement:
+        taken.append(measurement(0.012, seed=len(taken) + 10))
+        return taken[-1]
+
+    result = run_gate(measurement(0.012, seed=1), entry(0.01), POLICY, {}, again, confirmations=2)
+    assert result.outcome is Outcome.REGRESSED
+    assert len(taken) == 2 and len(result.measurements) == 3
+    assert "confirmed by 2 re-measurement(s)" in result.time.reason
+
+
+def test_gate_drops_a_regression_that_does_not_reproduce() -> None:
+    result = run_gate(measurement(0.012, seed=1), entry(0.01), POLICY, {}, lambda: measurement(0.01, seed=5), 2)
+    assert result.outcome is Outcome.UNCHANGED
+    assert "did not confirm" in result.time.reason
+    assert len(result.measurements) == 2  # stopped after the first non-confirming re-measurement
+
+
+def test_gate_never_remeasures_what_is_not_suspect() -> None:
+    def fail() -> Measurement:
+        raise AssertionError("re-measured an unchanged result")
+
+    assert run_gate(measurement(0.01, seed=1), entry(0.01), POLICY, {}, fail, 2).outcome is Outcome.UNCHANGED
+
+
+def test_gate_says_new_without_baseline_and_for_another_workload_or_thread_count() -> None:
+    def never() -> Measurement:
+        raise AssertionError
+
+    assert run_gate(measurement(0.01), None, POLICY, {}, never, 2).outcome is Outcome.NEW
+    other = run_gate(measurement(0.01, items=4.0), entry(0.01), POLICY, {}, never, 2)
+    assert other.outcome is Outcome.NEW and "workload changed" in other.time.reason
+    threads = run_gate(measurement(0.01), entry(0.01, cpu_threads="2"), POLICY, {"cpu_threads": "1"}, never, 2)
+    assert threads.outcome is Outcome.NEW and "cpu_threads=2" in threads.time.reason
+
+
+def test_gate_uses_the_tolerance_stored_with_the_baseline() -> None:
+    loose = BaselineEntry(**{**entry(0.01).__dict__, "tolerance": 0.5})
+    result = run_gate(measurement(0.012, seed=1), loose, POLICY, {}, lambda: measurement(0.012), 2)
+    assert result.outcome is Outcome.UNCHANGED
+    assert "50% tolerance" in result.time.reason
+
+
+def test_median_of_samples_is_used_in_reports() -> None:
+    assert median([3.0, 1.0, 2.0]) == 2.0
+    assert relative_spread([1.0, 1.0, 1.0]) == 0.0
