@@ -1,11 +1,5 @@
-"""The perf suite's shared settings: what each profile means."""
+"""The perf suite. Profiles: ``--accel-profile smoke`` (default; seconds on a CPU) or ``full`` (the studies' sizes).
 
-from __future__ import annotations
-
-import pytest
-
-
-@pytest.fixture(scope="session")
-def smoke(accel_profile: str) -> bool:
-    """True in the smoke profile (shapes scaled down to run in seconds on a CPU)."""
-    return accel_profile == "smoke"
+Each test module picks its sizes from the ``accel_profile`` fixture; ``workloads/`` builds the
+models and data (no pytest there), so the sizes live next to the code that uses them.
+"""

@@ -163,6 +163,9 @@ class BaselineEntry:
     items_per_call: float  # items one call of the workload processes
     samples: tuple[float, ...]  # seconds per call, one per timed round; at least one
     probe_samples: tuple[float, ...] = ()  # seconds per reference-kernel call, interleaved with the rounds
+    # The compared figure (median of probe-normalised samples, else of seconds) of each of the last
+    # recordings, oldest first: the spread between runs, which one run's samples cannot show.
+    run_medians: tuple[float, ...] = ()
     peak_memory_bytes: int | None = None  # peak device memory during the timed rounds, when known
     tolerance: float | None = None  # per-test slowdown tolerance; None: the suite's
     memory_tolerance: float | None = None  # per-test memory growth tolerance; None: the suite's
@@ -177,6 +180,7 @@ class BaselineEntry:
                 "items_per_call": _positive(self.items_per_call, "items_per_call"),
                 "samples": _samples(self.samples, "samples", allow_empty=False),
                 "probe_samples": _samples(self.probe_samples, "probe_samples", allow_empty=True),
+                "run_medians": _samples(self.run_medians, "run_medians", allow_empty=True),
                 "peak_memory_bytes": _byte_count(self.peak_memory_bytes, "peak_memory_bytes"),
                 "tolerance": _tolerance(self.tolerance, "tolerance"),
                 "memory_tolerance": _tolerance(self.memory_tolerance, "memory_tolerance"),
@@ -194,6 +198,7 @@ class BaselineEntry:
             "items_per_call": self.items_per_call,
             "samples": [_round_significant(sample) for sample in self.samples],
             "probe_samples": [_round_significant(sample) for sample in self.probe_samples],
+            "run_medians": [_round_significant(value) for value in self.run_medians],
             "peak_memory_bytes": self.peak_memory_bytes,
             "tolerance": self.tolerance,
             "memory_tolerance": self.memory_tolerance,
@@ -219,6 +224,7 @@ class BaselineEntry:
                 items_per_call=_positive(data["items_per_call"], f"{base}['items_per_call']"),
                 samples=_samples(data["samples"], f"{base}['samples']", allow_empty=False),
                 probe_samples=_samples(data.get("probe_samples", []), f"{base}['probe_samples']", allow_empty=True),
+                run_medians=_samples(data.get("run_medians", []), f"{base}['run_medians']", allow_empty=True),
                 peak_memory_bytes=_byte_count(data.get("peak_memory_bytes"), f"{base}['peak_memory_bytes']"),
                 tolerance=_tolerance(data.get("tolerance"), f"{base}['tolerance']"),
                 memory_tolerance=_tolerance(data.get("memory_tolerance"), f"{base}['memory_tolerance']"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, final
 
 import pytest
@@ -91,9 +92,7 @@ class Throughput:
         # Mark pytest-benchmark's fixture as used (it warns about unused ones), also when disabled.
         self._benchmark._mode = self._benchmark._mode or "pytest-accel throughput(...)"
         if self._benchmark.disabled:
-            result = self._run_once(fn, unit, items, name, extra)
-            self._record(result, None)
-            return result
+            return self._record(self._run_once(fn, unit, items, name, extra), None)
 
         def take() -> Measurement:
             return self._measure(fn, items, unit, flops, bytes_moved, name, extra)
@@ -102,17 +101,42 @@ class Throughput:
         gate = self._session.judge(self._node, first, remeasure=take)
         result = gate.measurements[-1] if gate.outcome is Outcome.REGRESSED else first
         self._feed_benchmark(result)
-        self._record(result, gate)
+        result = self._record(result, gate)
         failure = self._session.failure_of(gate)
         if failure is not None:
             pytest.fail(self._failure_message(result, gate, failure), pytrace=False)
         return result
 
-    def _record(self, result: Measurement, gate: GateResult | None) -> None:
+    def _peak_figures(self, result: Measurement) -> dict[str, float]:
+        """Achieved rates as % of the session's measured peaks and of the datasheet's."""
+        tflops, bandwidth = result.tflops, result.bytes_per_second
+        if tflops is None and bandwidth is None:
+            return {}
+        measured, sheet = self._session.peaks()
+        figures: dict[str, float] = {}
+        if tflops is not None:
+            figures["percent_of_measured_tflops"] = 100 * tflops / measured.tflops
+            if sheet is not None:
+                figures["percent_of_datasheet_tflops"] = 100 * tflops / sheet.tflops_bf16
+        if bandwidth is not None:
+            figures["percent_of_measured_bandwidth"] = 100 * bandwidth / measured.bytes_per_second
+            if sheet is not None:
+                figures["percent_of_datasheet_bandwidth"] = 100 * bandwidth / (sheet.memory_gbps * 1e9)
+        return figures
+
+    def _record(self, result: Measurement, gate: GateResult | None) -> Measurement:
+        """Add the %-of-peak figures, attach the result and its verdict to the test report."""
+        if not result.disabled:
+            figures = self._peak_figures(result)
+            efficiency = self._session.scaling_efficiency(self._node.nodeid, result)
+            if efficiency is not None:
+                figures["scaling_efficiency"] = efficiency
+            result = replace(result, extra={**result.extra, **figures})
         self.measurements.append(result)
         data = result.to_dict()
         data["verdict"] = None if gate is None else gate.to_dict()
         self._node.user_properties.append((USER_PROPERTY, json.dumps(data)))
+        return result
 
     def _failure_message(self, result: Measurement, gate: GateResult, failure: str) -> str:
         entry = self._session.baselines().get((self._node.nodeid, result.name))
@@ -171,8 +195,9 @@ class Throughput:
         try:
             result = measure(
                 fn,
-                timer=device.timer(),
-                items_per_call=items,
+                # Under torchrun: rounds start together, last as the slowest rank's, and count every rank's items.
+                timer=self._session.timer_for(self._node, name),
+                items_per_call=items * self._session.world_size,
                 unit=unit,
                 flops_per_call=flops,
                 bytes_per_call=bytes_moved,
@@ -196,7 +221,7 @@ class Throughput:
             failure = _oom_message(report, device.key())
         if failure is not None:  # failed outside the except blocks: no "during handling" chain
             pytest.fail(failure, pytrace=False)
-        return Measurement(**{**result.__dict__, "name": name, "extra": extra})
+        return replace(result, name=name, extra=extra)
 
     def _feed_benchmark(self, result: Measurement) -> None:
         """Hand the raw rounds to pytest-benchmark so ``--benchmark-json`` and its table carry them."""

@@ -10,10 +10,19 @@ from dataclasses import dataclass, replace
 from typing import Any, final
 
 from pytest_accel.baselines import BaselineEntry
+from pytest_accel.confirm import FreshVerdict
 from pytest_accel.result import Measurement
+from pytest_accel.stats import median
 from pytest_accel.verdict import Observation, Outcome, Verdict, VerdictPolicy, combine, judge_memory, judge_time
 
-__all__ = ["COMPARABLE_PROVENANCE", "GateResult", "run_gate"]
+__all__ = [
+    "COMPARABLE_PROVENANCE",
+    "MAX_RUN_HISTORY",
+    "GateResult",
+    "run_gate",
+    "run_history",
+    "with_fresh_confirmation",
+]
 
 # Provenance fields that change what a figure means: a baseline that differs in one is not compared.
 COMPARABLE_PROVENANCE = ("cpu_threads",)
@@ -60,7 +69,8 @@ def _verdict_dict(verdict: Verdict) -> dict[str, Any]:
 
 
 def _observation(source: Measurement | BaselineEntry) -> Observation:
-    return Observation(source.samples, source.probe_samples, source.peak_memory_bytes)
+    runs = source.run_medians if isinstance(source, BaselineEntry) else ()
+    return Observation(source.samples, source.probe_samples, source.peak_memory_bytes, runs)
 
 
 def _incomparable(measurement: Measurement, entry: BaselineEntry, provenance: Mapping[str, str]) -> str | None:
@@ -74,6 +84,44 @@ def _incomparable(measurement: Measurement, entry: BaselineEntry, provenance: Ma
         if then is not None and now is not None and then != now:
             return f"the baseline was taken with {key}={then}, this run has {key}={now}"
     return None
+
+
+# Recorded runs kept per baseline entry: enough for a stable spread, few enough that a baseline
+# follows slow, accepted drift (each --accel-update drops the oldest).
+MAX_RUN_HISTORY = 10
+
+
+def run_history(
+    previous: BaselineEntry | None, measurement: Measurement, provenance: Mapping[str, str], tolerance: float
+) -> tuple[float, ...]:
+    """The run medians to store with a new recording: the previous ones plus this run's, when comparable.
+
+    A recording that moved beyond ``tolerance`` from the history's centre is an accepted change
+    (someone ran --accel-update after changing the code): the history starts again from it.
+    """
+    current = median(_observation(measurement).compared)
+    if previous is None or _incomparable(measurement, previous, provenance) is not None:
+        return (current,)
+    if bool(previous.probe_samples) != bool(measurement.probe_samples):
+        return (current,)  # normalised and raw figures do not mix
+    earlier = previous.run_medians or (median(_observation(previous).compared),)
+    if abs(current / median(earlier) - 1) > tolerance:
+        return (current,)
+    return (*earlier, current)[-MAX_RUN_HISTORY:]
+
+
+def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
+    """A regressed time verdict after a fresh process re-measured it (see pytest_accel.confirm)."""
+    if fresh.outcome is None:
+        return replace(first, reason=f"{first.reason}; no fresh-process confirmation: {fresh.detail}")
+    if fresh.outcome == Outcome.REGRESSED.value:
+        return replace(first, reason=f"{first.reason}; confirmed in a fresh process: {fresh.detail}")
+    return Verdict(
+        Outcome(fresh.outcome),
+        "time",
+        f"this process said {first.reason}; a fresh process did not confirm it: {fresh.detail}",
+        normalized=first.normalized,
+    )
 
 
 def provenance_changes(entry: BaselineEntry, provenance: Mapping[str, str]) -> str:

@@ -10,7 +10,7 @@ separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_be
     calibrate: per-call estimate = median of the settled window;
                calls_per_round = ceil(round_seconds / estimate)
                rounds = clamp(measure_seconds / (calls_per_round * estimate), min_rounds, max_rounds)
-    measure:   reset peak memory; for each round: timer.start(); fn() x calls_per_round; timer.stop()
+    measure:   for each round: reset peak memory; timer.start(); fn() x calls_per_round; timer.stop()
                sample = round time / calls_per_round  (seconds per call)
                with a probe (a fixed reference kernel), each workload round is followed by a probe
                round, so that sample / probe_sample cancels the machine's drift (see verdict.py)
@@ -175,13 +175,17 @@ def measure(
         probe_estimate = median(probe_times[-config.warmup_window :])
         probe_calls = max(1, math.ceil(config.round_seconds * config.probe_round_fraction / probe_estimate))
 
-    reset_peak_memory()
     samples: list[float] = []
     probe_samples: list[float] = []
     output: Any = None
+    peak: int | None = None
     for round_index in range(rounds):
+        reset_peak_memory()  # per workload round: the probe's own allocations stay out of the peak
         output = _timed_round(fn, calls_per_round, timer, mark_step)
         samples.append(_check_duration(timer.stop(), f"round {round_index + 1} of {rounds}") / calls_per_round)
+        round_peak = peak_memory_bytes()
+        if round_peak is not None:
+            peak = round_peak if peak is None else max(peak, round_peak)
         if probe is not None:
             _timed_round(probe, probe_calls, timer, mark_step)
             probe_samples.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
@@ -196,7 +200,7 @@ def measure(
         warmup_settled=settled,
         flops_per_call=flops_per_call,
         bytes_per_call=bytes_per_call,
-        peak_memory_bytes=peak_memory_bytes(),
+        peak_memory_bytes=peak,
         device_key=device_key,
         probe_samples=tuple(probe_samples),
     )

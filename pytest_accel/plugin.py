@@ -85,6 +85,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="timed budget per measurement in seconds (default: ini accel_measure_seconds, 1.0)",
     )
     group.addoption(
+        "--accel-markdown",
+        dest="accel_markdown",
+        type=parse_output_path,
+        default=None,
+        metavar="PATH",
+        help="write a Markdown summary of this run (regressions first) to PATH, e.g. for a CI job page",
+    )
+    group.addoption(
         "--accel-baselines",
         dest="accel_baselines",
         default=None,
@@ -110,10 +118,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a measurement with no baseline for this device fails its test (default: 'new', passes)",
     )
     group.addoption(
+        "--accel-stale",
+        dest="accel_stale",
+        action="store_true",
+        help="after collection, list baseline entries of tests that no longer exist, and exit",
+    )
+    group.addoption(
         "--accel-prune",
         dest="accel_prune",
         action="store_true",
-        help="after collection, remove baseline entries of tests that no longer exist, list them, and exit",
+        help="like --accel-stale, and remove those entries from the baseline file",
     )
     group.addoption(
         "--accel-cpu-threads",
@@ -128,6 +142,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("accel_tolerance", "default slowdown tolerance of the verdict (fraction)", default="0.05")
     parser.addini("accel_memory_tolerance", "default peak-memory growth tolerance (fraction)", default="0.10")
     parser.addini("accel_confirmations", "re-measurements before a regression fails a test", default="2")
+    parser.addini(
+        "accel_fresh_process_confirmation",
+        "re-measure a confirmed regression once more in a fresh pytest process before failing (true/false)",
+        default="true",
+    )
+    parser.addini(
+        "accel_rank_timeout_seconds",
+        "under torchrun: how long a rank waits for the others before failing, naming the missing ranks",
+        default="300",
+    )
     parser.addini("accel_cpu_threads", "torch threads on the CPU (0: half the cores)", default="0")
     parser.addini("accel_profile", "default for --accel-profile (smoke or full)", default="smoke")
     parser.addini("accel_measure_seconds", "timed budget per measurement, seconds", default="1.0")

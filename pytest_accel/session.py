@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import json
-import math
+import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -12,23 +14,30 @@ from typing import Any, final
 import pytest
 
 from pytest_accel.baselines import BaselineEntry, BaselineError, BaselineStore
+from pytest_accel.confirm import confirm_in_fresh_process, in_fresh_process
 from pytest_accel.devices import DeviceUnavailable, resolve_device
-from pytest_accel.devices.base import Device
+from pytest_accel.devices.base import Device, RegionTimer
+from pytest_accel.devices.probe import MeasuredPeak, measure_peak
+from pytest_accel.distributed import Coordinator, DistributedTimer, RankFailure, world_from_environment
 from pytest_accel.fixture import USER_PROPERTY
-from pytest_accel.gate import GateResult, run_gate
+from pytest_accel.flops import DatasheetPeak, datasheet_peak
+from pytest_accel.gate import GateResult, run_gate, run_history, with_fresh_confirmation
 from pytest_accel.measure import MeasureConfig
+from pytest_accel.pages import run_summary_markdown
 from pytest_accel.provenance import run_provenance
-from pytest_accel.report import measurement_table
+from pytest_accel.rank_agreement import RankAgreement
+from pytest_accel.report import measurement_table, verdict_summary
 from pytest_accel.result import Measurement
+from pytest_accel.results import RESULTS_SCHEMA
+from pytest_accel.settings import ini_bool, ini_choice, ini_float, ini_int
+from pytest_accel.stats import median
 from pytest_accel.verdict import Outcome, VerdictPolicy
 
 __all__ = ["AccelSession", "Recorded"]
 
 PERF_FIXTURE = "throughput"
-RESULTS_SCHEMA = 1  # version of the --accel-json layout
 _MARKER_SETTINGS = ("measure_seconds", "warmup_max_seconds", "min_rounds", "round_seconds")
 _MARKER_POLICY = ("tolerance", "memory_tolerance")
-WORLD_SIZE = 1  # single-process runs; torch.distributed runs come with the distributed support
 
 
 @final
@@ -40,35 +49,6 @@ class Recorded:
     outcome: str
     measurement: Measurement
     verdict: Mapping[str, Any] | None  # GateResult.to_dict(), None when not judged (disabled)
-
-
-def _ini_float(config: pytest.Config, name: str) -> float:
-    raw = config.getini(name)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise pytest.UsageError(f"ini option {name} = {raw!r} is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise pytest.UsageError(f"ini option {name} = {raw!r} must be a finite number greater than 0")
-    return value
-
-
-def _ini_int(config: pytest.Config, name: str, minimum: int) -> int:
-    raw = config.getini(name)
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise pytest.UsageError(f"ini option {name} = {raw!r} is not an integer") from None
-    if value < minimum:
-        raise pytest.UsageError(f"ini option {name} = {raw!r} must be at least {minimum}")
-    return value
-
-
-def _ini_choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
-    value = str(config.getini(name))
-    if value not in choices:
-        raise pytest.UsageError(f"ini option {name} = {value!r}; choose one of {', '.join(choices)}")
-    return value
 
 
 def is_perf_item(item: pytest.Item) -> bool:
@@ -85,25 +65,32 @@ class AccelSession:
         from pytest_accel.plugin import PROFILE_CHOICES
 
         self.config = config
-        self.choice: str = config.option.accel_device or _ini_choice(config, "accel_device", DEVICE_CHOICES)
-        self.profile: str = config.option.accel_profile or _ini_choice(config, "accel_profile", PROFILE_CHOICES)
-        self.measure_seconds: float = config.option.accel_measure_seconds or _ini_float(config, "accel_measure_seconds")
-        self.warmup_max_seconds = _ini_float(config, "accel_warmup_max_seconds")
+        self.choice: str = config.option.accel_device or ini_choice(config, "accel_device", DEVICE_CHOICES)
+        self.profile: str = config.option.accel_profile or ini_choice(config, "accel_profile", PROFILE_CHOICES)
+        self.measure_seconds: float = config.option.accel_measure_seconds or ini_float(config, "accel_measure_seconds")
+        self.warmup_max_seconds = ini_float(config, "accel_warmup_max_seconds")
         self.policy = VerdictPolicy(
-            tolerance=_ini_float(config, "accel_tolerance"),
-            memory_tolerance=_ini_float(config, "accel_memory_tolerance"),
+            tolerance=ini_float(config, "accel_tolerance"),
+            memory_tolerance=ini_float(config, "accel_memory_tolerance"),
         )
-        self.confirmations = _ini_int(config, "accel_confirmations", minimum=0)
+        self.confirmations = ini_int(config, "accel_confirmations", minimum=0)
         self.cpu_threads: int | None = (
-            config.option.accel_cpu_threads or _ini_int(config, "accel_cpu_threads", minimum=0) or None
+            config.option.accel_cpu_threads or ini_int(config, "accel_cpu_threads", minimum=0) or None
         )
+        self.fresh_confirmation = ini_bool(config, "accel_fresh_process_confirmation")
         self.update: bool = config.option.accel_update
         self.strict: bool = config.option.accel_strict
         self.require_baseline: bool = config.option.accel_require_baseline
         self.store = BaselineStore(self._baselines_root())
+        self.world = world_from_environment()  # set when pytest runs on every rank of a torchrun job
+        self.world_size = self.world.world_size if self.world else 1
+        self.reports = self.world is None or self.world.rank == 0  # only rank 0 prints and writes
+        self.rank_timeout = ini_float(config, "accel_rank_timeout_seconds")
+        self.coordinator: Coordinator | None = None
         self.recorded: list[Recorded] = []
         self._device: Device | None = None
         self._baselines: dict[tuple[str, str], BaselineEntry] | None = None
+        self._peak: MeasuredPeak | None = None
         if self.choice != "auto":
             self.device()  # an explicit request is checked before anything runs (exit code 4)
 
@@ -116,22 +103,56 @@ class AccelSession:
     def device(self) -> Device:
         """The resolved device; the first call resolves it (importing torch)."""
         if self._device is None:
+            threads, index = self.cpu_threads, 0
+            if self.world is not None:
+                index = self.world.local_rank  # one GPU per rank on CUDA
+                cores = os.cpu_count() or 1  # CPU ranks share the cores: half of them, split evenly
+                threads = threads or max(1, cores // 2 // self.world.local_world_size)
             try:
-                device = resolve_device(self.choice, self.cpu_threads)
+                device = resolve_device(self.choice, threads, index)
             except DeviceUnavailable as error:
                 raise pytest.UsageError(str(error)) from None
             device.activate()
             self._device = device
+            if self.world is not None:
+                self.coordinator = Coordinator.start(self.world, device.kind, self.rank_timeout)
+                self.config.pluginmanager.register(RankAgreement(self.coordinator), "accel-ranks")
         return self._device
+
+    def timer_for(self, item: pytest.Item, name: str) -> RegionTimer:
+        """The device's timer; under torchrun, one whose rounds start together and last as the slowest rank's."""
+        timer = self.device().timer()
+        if self.coordinator is None:
+            return timer
+        return DistributedTimer(timer, self.coordinator, item.nodeid, name)
 
     def baselines(self) -> dict[tuple[str, str], BaselineEntry]:
         """This device's and profile's baseline entries, loaded once; a corrupt file is a usage error."""
         if self._baselines is None:
             try:
-                self._baselines = self.store.load(self.device().key(), self.profile, WORLD_SIZE)
+                self._baselines = self.store.load(self.device().key(), self.profile, self.world_size)
             except BaselineError as error:
                 raise pytest.UsageError(f"cannot read the baselines: {error}") from None
         return self._baselines
+
+    def scaling_efficiency(self, nodeid: str, measurement: Measurement) -> float | None:
+        """N-device items/s over N x the one-device baseline's (torchrun runs with a world-size-1 baseline)."""
+        if self.world_size == 1:
+            return None
+        try:
+            single = self.store.load(self.device().key(), self.profile, 1).get((nodeid, measurement.name))
+        except BaselineError:
+            return None  # reported when the one-device suite runs; not this run's concern
+        if single is None:
+            return None
+        single_rate = single.items_per_call / median(single.samples)
+        return measurement.items_per_second / (self.world_size * single_rate)
+
+    def peaks(self) -> tuple[MeasuredPeak, DatasheetPeak | None]:
+        """The device's peaks: measured once per session (a short matmul and copy), and its datasheet's."""
+        if self._peak is None:
+            self._peak = measure_peak(self.device())
+        return self._peak, datasheet_peak(self.device().key())
 
     def policy_for(self, item: pytest.Item) -> VerdictPolicy:
         """The verdict thresholds for one test: ini defaults, overridden by its perf marker."""
@@ -147,7 +168,7 @@ class AccelSession:
         entry = self.baselines().get((item.nodeid, measurement.name))
         confirmations = 0 if self.update else self.confirmations
         device = self.device()
-        return run_gate(
+        gate = run_gate(
             measurement,
             entry,
             self.policy_for(item),
@@ -156,6 +177,25 @@ class AccelSession:
             confirmations,
             gate_memory=device.exact_peak_memory,
         )
+        may_spawn = self.fresh_confirmation and self.world is None and not in_fresh_process()
+        if gate.time.outcome is Outcome.REGRESSED and may_spawn:
+            fresh = confirm_in_fresh_process(item.nodeid, measurement.name, self.config.rootpath, self._child_options())
+            gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh))
+        return gate
+
+    def _child_options(self) -> list[str]:
+        """The options a confirmation child needs to measure and judge exactly as this run does."""
+        device = self.device()
+        options = [
+            "--accel-device", device.kind, "--accel-profile", self.profile,
+            "--accel-baselines", str(self.store.root), "--accel-measure-seconds", str(self.measure_seconds),
+            "-o", f"accel_tolerance={self.policy.tolerance}",
+            "-o", f"accel_memory_tolerance={self.policy.memory_tolerance}",
+            "-o", f"accel_confirmations={self.confirmations}",
+            "-o", f"accel_warmup_max_seconds={self.warmup_max_seconds}",
+        ]  # fmt: skip
+        threads = getattr(device, "threads", None)
+        return [*options, "--accel-cpu-threads", str(threads)] if threads else options
 
     def failure_of(self, gate: GateResult) -> str | None:
         """Why this gate result fails its test under the run's options, or None."""
@@ -221,6 +261,31 @@ class AccelSession:
         if perf_items:
             self.baselines()  # a corrupt baseline file stops the run before anything is measured
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """``--accel-stale`` / ``--accel-prune``: list (and remove) entries of tests that no longer exist."""
+        option = self.config.option
+        if not (option.accel_stale or option.accel_prune) or hasattr(self.config, "workerinput"):
+            return
+        if option.keyword or option.markexpr:
+            raise pytest.UsageError("--accel-stale/--accel-prune judge what exists from what is collected: drop -k/-m")
+        collected = {item.nodeid for item in session.items}
+        files = {nodeid.split("::", 1)[0] for nodeid in collected}
+        rootpath = self.config.rootpath
+
+        def stale(test: str) -> bool:
+            # Only judge entries whose file was collected or is gone: a partial run prunes nothing else.
+            path = test.split("::", 1)[0]
+            return test not in collected and (path in files or not (rootpath / path).exists())
+
+        tests = sorted({test for test, _ in self.baselines() if stale(test)})
+        if option.accel_prune and tests:
+            keep = {test for test, _ in self.baselines() if test not in tests}
+            self.store.prune(self.device().key(), self.profile, self.world_size, keep)
+        verb = "removed" if option.accel_prune else "stale"
+        where = self.store.path_for(self.device().key(), self.profile, self.world_size)
+        lines = [f"accel: {verb}: {test}" for test in tests] or [f"accel: no stale entries in {where}"]
+        pytest.exit("\n".join(lines), returncode=0)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect measurements from reports (this also receives xdist workers' reports)."""
         if report.when != "call" and not (report.when == "setup" and report.skipped):
@@ -232,22 +297,44 @@ class AccelSession:
                 self.recorded.append(Recorded(report.nodeid, report.outcome, Measurement.from_dict(data), verdict))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """One table of every measurement of the run."""
-        if not self.recorded:
+        """One table of every measurement of the run (rank 0 only under torchrun)."""
+        if not self.recorded or not self.reports:
             return
         terminalreporter.write_sep("=", "accel measurements")
         for line in measurement_table(self.recorded):
+            terminalreporter.write_line(line)
+        key = self._device.key() if self._device is not None else self.choice
+        for line in verdict_summary(self.recorded, f"{key}/{self.profile}", self.update):
             terminalreporter.write_line(line)
         if self.config.option.accel_json is not None:
             terminalreporter.write_line(f"accel: results written to {self.config.option.accel_json}")
 
     def pytest_sessionfinish(self) -> None:
         """Write ``--accel-json`` and, with ``--accel-update``, the baselines (controller only, under xdist)."""
-        if hasattr(self.config, "workerinput"):
+        if self.coordinator is not None:
+            # No rank leaves before every rank has finished its tests: torchrun ends the whole job
+            # when the first rank exits, which would cut off the others' reports of a failure.
+            try:
+                self.coordinator.exchange("session", "finished", "")
+            except RankFailure as failure:
+                print(f"accel: rank {self.coordinator.world.rank}: {failure}", file=sys.stderr)
+        if hasattr(self.config, "workerinput") or not self.reports:
             return
         path: Path | None = self.config.option.accel_json
         if path is not None:
             path.write_text(json.dumps(self.results_document(), indent=2, sort_keys=True) + "\n")
+        markdown: Path | None = self.config.option.accel_markdown
+        if markdown is not None:
+            key = self._device.key() if self._device is not None else self.choice
+            records = [
+                (
+                    r.nodeid if r.measurement.name == "throughput" else f"{r.nodeid} [{r.measurement.name}]",
+                    r.measurement,
+                    r.verdict,
+                )
+                for r in self.recorded
+            ]
+            markdown.write_text(run_summary_markdown(records, f"pytest-accel on {key} ({self.profile})"))
         if self.update:
             self._write_baselines()
 
@@ -255,7 +342,8 @@ class AccelSession:
         measured = [r for r in self.recorded if not r.measurement.disabled]
         if not measured:
             return
-        provenance = {**self.device().provenance(), **run_provenance(self.config.rootpath, self.profile, WORLD_SIZE)}
+        provenance_now = self.device().provenance()
+        provenance = {**provenance_now, **run_provenance(self.config.rootpath, self.profile, self.world_size)}
         previous = self.baselines()
         entries = [
             BaselineEntry(
@@ -265,6 +353,9 @@ class AccelSession:
                 items_per_call=r.measurement.items_per_call,
                 samples=r.measurement.samples,
                 probe_samples=r.measurement.probe_samples,
+                run_medians=run_history(
+                    previous.get((r.nodeid, r.measurement.name)), r.measurement, provenance_now, self.policy.tolerance
+                ),
                 peak_memory_bytes=r.measurement.peak_memory_bytes,
                 # A tolerance someone set by hand in the baseline file survives a refresh.
                 tolerance=getattr(previous.get((r.nodeid, r.measurement.name)), "tolerance", None),
@@ -273,7 +364,7 @@ class AccelSession:
             )
             for r in measured
         ]
-        path = self.store.update(self.device().key(), self.profile, WORLD_SIZE, entries)
+        path = self.store.update(self.device().key(), self.profile, self.world_size, entries)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(
@@ -292,6 +383,8 @@ class AccelSession:
             "device": {"kind": self.choice if self._device is None else self._device.kind, "key": key},
             "provenance": dict(provenance),
             "profile": self.profile,
+            "world_size": self.world_size,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "results": [
                 {"test": r.nodeid, "outcome": r.outcome, "verdict": r.verdict, **r.measurement.to_dict()}
                 for r in self.recorded

@@ -5,7 +5,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["iqr", "mann_whitney_p", "median", "quantile", "ratio_confidence_interval", "relative_spread"]
+__all__ = [
+    "iqr",
+    "mann_whitney_p",
+    "median",
+    "quantile",
+    "ratio_confidence_interval",
+    "relative_spread",
+    "z_score",
+]
 
 
 def quantile(samples: Sequence[float], q: float) -> float:
@@ -40,6 +48,13 @@ def relative_spread(samples: Sequence[float]) -> float:
 
 # Two-sided standard-normal quantiles for the confidence levels the verdict uses.
 _Z_TWO_SIDED = {0.90: 1.6449, 0.95: 1.9600, 0.99: 2.5758, 0.999: 3.2905}
+
+
+def z_score(confidence: float) -> float:
+    """The two-sided standard-normal quantile for a confidence level in the table."""
+    if confidence not in _Z_TWO_SIDED:
+        raise ValueError(f"confidence must be one of {sorted(_Z_TWO_SIDED)}")
+    return _Z_TWO_SIDED[confidence]
 
 
 def _normal_sf(z: float) -> float:
@@ -87,8 +102,7 @@ def ratio_confidence_interval(
     and the interval comes from order statistics of those differences (the Mann-Whitney
     inversion), so no normality is assumed. Returns (estimate, low, high).
     """
-    if confidence not in _Z_TWO_SIDED:
-        raise ValueError(f"confidence must be one of {sorted(_Z_TWO_SIDED)}")
+    z = z_score(confidence)
     if any(value <= 0 for value in (*current, *baseline)):
         raise ValueError("ratios need positive samples")
     n, m = len(current), len(baseline)
@@ -96,7 +110,7 @@ def ratio_confidence_interval(
         raise ValueError("a ratio needs samples on both sides")
     differences = sorted(math.log(c) - math.log(b) for c in current for b in baseline)
     estimate = median(differences)
-    half_width = _Z_TWO_SIDED[confidence] * math.sqrt(n * m * (n + m + 1) / 12.0)
+    half_width = z * math.sqrt(n * m * (n + m + 1) / 12.0)
     k = max(0, math.floor(n * m / 2.0 - half_width))
     low, high = differences[k], differences[len(differences) - 1 - k]
     return math.exp(estimate), math.exp(low), math.exp(high)

@@ -6,9 +6,9 @@ Pure logic: no torch, no pytest. The rules, in order:
 2. The machine misbehaves: the normalised samples spread far wider than the baseline's, or the
    reference kernel runs at a very different speed than when the baseline was recorded
                                                                           -> NOISY
-3. Time ratio now/baseline, with a 95% distribution-free confidence interval, computed on
+3. Time ratio of this run's median to the median of the baseline's recorded runs, computed on
    normalised samples (each round over its adjacent probe round) when both sides have them,
-   else on raw seconds:
+   else on raw seconds, with a 95% interval combining the within-run and between-run errors:
        ratio > 1 + tolerance and the interval excludes 1                 -> REGRESSED
        ratio < 1 / (1 + tolerance) and the interval excludes 1           -> IMPROVED
        otherwise                                                         -> UNCHANGED
@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import enum
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import final
 
-from pytest_accel.stats import mann_whitney_p, median, ratio_confidence_interval, relative_spread
+from pytest_accel.stats import mann_whitney_p, median, ratio_confidence_interval, relative_spread, z_score
 
 __all__ = ["Observation", "Outcome", "Verdict", "VerdictPolicy", "combine", "judge_memory", "judge_time"]
 
@@ -54,6 +55,12 @@ class Observation:
     samples: Sequence[float]  # seconds per call, one per round
     probe_samples: Sequence[float] = ()  # seconds per reference-kernel call, interleaved with rounds
     peak_memory_bytes: int | None = None
+    run_medians: Sequence[float] = ()  # baseline only: the compared figure of each recorded run
+
+    @property
+    def compared(self) -> tuple[float, ...]:
+        """What a verdict compares: normalised samples when there is a probe, else seconds."""
+        return self.normalized or tuple(self.samples)
 
     @property
     def normalized(self) -> tuple[float, ...]:
@@ -82,6 +89,11 @@ class VerdictPolicy:
     # neighbour it reaches 20-60%.
     noisy_spread_floor: float = 0.25
     noisy_spread_factor: float = 3.0
+    # Smallest run-to-run spread (SD of log medians) assumed between processes, whatever the
+    # recorded runs show: a process's memory layout and thread placement shift its figure as a
+    # whole, which no within-run statistic sees. Measured: 2% CV of the probe-normalised SDPA
+    # figure across fresh processes on a quiet 2-core VM (docs/measurements.md).
+    between_run_floor: float = 0.02
     # Noisy when the reference kernel runs this many times faster or slower than when the baseline
     # was recorded: quiet runs stayed within 0.76-1.5x, so 2x means a different machine state
     # (throttling, a neighbour hogging the device, another build of torch's matmul).
@@ -120,6 +132,26 @@ def _percent(ratio: float) -> str:
     return f"{(ratio - 1) * 100:+.1f}%"
 
 
+def _ratio_interval(
+    now: Sequence[float], then: Sequence[float], run_medians: Sequence[float], policy: VerdictPolicy
+) -> tuple[float, float, float]:
+    """Ratio of this run's median to the baseline runs' median, with a combined interval.
+
+    Two independent errors add on the log scale: the within-run one (the distribution-free
+    interval of this run's samples against the latest baseline samples) and the between-run one
+    (the recorded runs' spread, at least ``between_run_floor``, widened by sqrt(1 + 1/runs) for the
+    uncertainty of their centre).
+    """
+    runs = tuple(run_medians) or (median(then),)
+    ratio = median(now) / median(runs)
+    _, within_low, within_high = ratio_confidence_interval(now, then, policy.confidence)
+    within = (math.log(within_high) - math.log(within_low)) / 2
+    spread = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 3 else 0.0
+    between = z_score(policy.confidence) * max(spread, policy.between_run_floor) * math.sqrt(1 + 1 / len(runs))
+    half_width = math.hypot(within, between)
+    return ratio, ratio * math.exp(-half_width), ratio * math.exp(half_width)
+
+
 def judge_time(current: Observation, baseline: Observation, policy: VerdictPolicy) -> Verdict:
     """Compare the time of one measurement with its baseline (rules 2-3 of the module docstring)."""
     now, then = current.normalized, baseline.normalized
@@ -148,7 +180,9 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
                 "(or torch's matmul) is in another state; re-record the baseline if this is the new normal",
                 normalized=normalized,
             )
-    ratio, low, high = ratio_confidence_interval(now, then, policy.confidence)
+    # Recorded run medians are normalised exactly when the baseline has probe samples.
+    runs = baseline.run_medians if normalized == bool(baseline.probe_samples) else ()
+    ratio, low, high = _ratio_interval(now, then, runs, policy)
     p_value = mann_whitney_p(now, then)
     band = f"time {_percent(ratio)} [{policy.confidence:.0%} CI {_percent(low)} .. {_percent(high)}]"
     if normalized:

@@ -162,7 +162,7 @@ def test_rounding_keeps_the_largest_float_finite(store: BaselineStore) -> None:
 
 
 def test_entries_are_validated_and_normalized_when_built() -> None:
-    built = BaselineEntry(TEST, "throughput", "images", 2, [0.5], [], None, None, None, {})  # type: ignore[arg-type]
+    built = BaselineEntry(TEST, "throughput", "images", 2, [0.5], [], [], None, None, None, {})  # type: ignore[arg-type]
     assert built.samples == (0.5,) and built.probe_samples == () and isinstance(built.items_per_call, float)
     for samples in ((), (0.1, -1.0), (math.nan,), (math.inf,)):
         with pytest.raises(ValueError, match="samples: expected a list of positive finite numbers"):

@@ -112,7 +112,31 @@ def test_mark_step_after_every_call_and_peak_memory_reset_before_rounds() -> Non
     )
     assert events.count("step") == calls[0]
     assert events.index("reset") == result.warmup_calls  # after warm-up, before the first round
+    assert events.count("reset") == len(result.samples)  # once per timed round
     assert result.peak_memory_bytes == 1234
+
+
+def test_peak_memory_is_the_largest_round_peak_and_excludes_the_probe() -> None:
+    clock = FakeClock()
+    live = [0]
+    peaks = iter([100, 300, 200] * 1000)
+
+    def fn() -> float:
+        clock.now += 0.001
+        live[0] = next(peaks)
+        return 1.0
+
+    def probe() -> float:
+        clock.now += 0.001
+        live[0] = 10**9  # the probe's allocations: must not count
+        return 1.0
+
+    result = measure(
+        fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", probe=probe,
+        reset_peak_memory=lambda: live.__setitem__(0, 0), peak_memory_bytes=lambda: live[0], config=FAST,
+    )  # fmt: skip
+    assert result.peak_memory_bytes == 300
+    assert len(result.probe_samples) == len(result.samples)
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])

@@ -19,7 +19,7 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda", "hpu")
 _AUTO_ORDER = ("hpu", "cuda", "cpu")
 
 
-def make_device(kind: str, cpu_threads: int | None = None) -> Device:
+def make_device(kind: str, cpu_threads: int | None = None, index: int = 0) -> Device:
     """The backend object for one device kind, without checking that it is present."""
     if kind == "cpu":
         from pytest_accel.devices.cpu import CpuDevice
@@ -28,7 +28,7 @@ def make_device(kind: str, cpu_threads: int | None = None) -> Device:
     if kind == "cuda":
         from pytest_accel.devices.cuda import CudaDevice
 
-        return CudaDevice()
+        return CudaDevice(index)
     if kind == "hpu":
         from pytest_accel.devices.hpu import HpuDevice
 
@@ -36,15 +36,15 @@ def make_device(kind: str, cpu_threads: int | None = None) -> Device:
     raise ValueError(f"unknown device kind {kind!r}; choose one of {', '.join(DEVICE_CHOICES)}")
 
 
-def resolve_device(choice: str, cpu_threads: int | None = None) -> Device:
+def resolve_device(choice: str, cpu_threads: int | None = None, index: int = 0) -> Device:
     """The device for a ``--device`` choice; raises ``DeviceUnavailable`` naming what exists instead."""
     if choice == "auto":
         for kind in _AUTO_ORDER:
-            device = make_device(kind, cpu_threads)
+            device = make_device(kind, cpu_threads, index)
             if device.is_available():
                 return device
         raise AssertionError("the CPU is always available")
-    device = make_device(choice, cpu_threads)
+    device = make_device(choice, cpu_threads, index)
     if device.is_available():
         return device
     found = [kind for kind in _AUTO_ORDER if kind != choice and make_device(kind).is_available()]

@@ -8,10 +8,13 @@ device and threads cancels most of that drift (docs/measurements.md has the figu
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import final
 
 from pytest_accel.devices.base import Device
+from pytest_accel.measure import MeasureConfig, measure
 
-__all__ = ["reference_kernel"]
+__all__ = ["MeasuredPeak", "measure_peak", "reference_kernel"]
 
 # CPU: a 384x384 fp32 matmul, ~1.7 ms on one thread of a 2-core EPYC: long enough to be timed
 # well by the host clock, short enough that a probe round adds little to a test.
@@ -34,3 +37,44 @@ def reference_kernel(device: Device) -> Callable[[], object]:
         return torch.mm(matrix, matrix)
 
     return probe
+
+
+@final
+@dataclass(frozen=True)
+class MeasuredPeak:
+    """What this device reached in a short matmul and a short copy, in this session."""
+
+    tflops: float  # dense matmul in the device's compute dtype (fp32 on the CPU, bf16 elsewhere)
+    bytes_per_second: float  # a device-to-device copy: read + write bytes over time
+
+
+# Peak probes: a matmul and a copy big enough to reach the engines' steady state, small enough for
+# about a second each. CPU: 1024^2 fp32 (2.1 GFLOP per call) and 64 MiB; accelerators: 8192^2
+# bf16 (1.1 TFLOP) and 1 GiB.
+_PEAK_SIDE = {"cpu": 1024, "accelerator": 8192}
+_PEAK_COPY_BYTES = {"cpu": 64 * 2**20, "accelerator": 2**30}
+_PEAK_BUDGET = MeasureConfig(measure_seconds=0.5, min_rounds=10, warmup_max_seconds=1.0)
+
+
+def measure_peak(device: Device) -> MeasuredPeak:
+    """Measure the device's practical matmul and copy peaks (the honest peak for CPUs too)."""
+    import torch
+
+    size_class = "cpu" if device.kind == "cpu" else "accelerator"
+    side = _PEAK_SIDE[size_class]
+    dtype = torch.float32 if device.kind == "cpu" else device.autocast_dtype()
+    generator = torch.Generator().manual_seed(7)
+    a = torch.randn(side, side, generator=generator).to(device.torch_device(), dtype)
+    elements = _PEAK_COPY_BYTES[size_class] // 4
+    source = torch.empty(elements, dtype=torch.float32, device=device.torch_device()).fill_(1.0)
+    target = torch.empty_like(source)
+
+    def timed(fn: Callable[[], object]) -> float:
+        result = measure(
+            fn, timer=device.timer(), items_per_call=1, unit="calls", mark_step=device.mark_step, config=_PEAK_BUDGET
+        )
+        return result.seconds_per_call
+
+    matmul_seconds = timed(lambda: torch.mm(a, a))
+    copy_seconds = timed(lambda: target.copy_(source))
+    return MeasuredPeak(2.0 * side**3 / matmul_seconds / 1e12, 2.0 * elements * 4 / copy_seconds)

@@ -1,0 +1,140 @@
+"""SD3 MMDiT as Stability measured it: blocks, the training step (images/s), 30-step inference (s/image)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from workloads import mmdit
+
+from pytest_accel.devices.base import Device
+
+pytest.importorskip("diffusers", reason="the MMDiT workloads need diffusers (pip install 'pytest-accel[models]')")
+
+RESOLUTIONS = (256, 512, 1024)
+
+
+def _config(profile: str, device: Device, variant: str = "sd3") -> mmdit.MMDiTConfig:
+    if profile == "full" and device.kind == "cpu":
+        pytest.skip("the full profile (the 2B MMDiT at the studies' sizes) needs an accelerator; use --device cuda|hpu")
+    return mmdit.CONFIGS[(profile, variant)]
+
+
+def _processor(name: str, device: Device) -> str:
+    reason = mmdit.processor_unavailable(name, device)
+    if reason is not None:
+        pytest.skip(reason)
+    return name
+
+
+def _dtype(device: Device) -> torch.dtype:
+    # Blocks are measured in the training precision: bf16 on accelerators, fp32 on the CPU.
+    return device.autocast_dtype()
+
+
+def _block_inputs(config: mmdit.MMDiTConfig, batch: int, side: int, device: Device) -> tuple[torch.Tensor, ...]:
+    tokens = (side // config.patch_size) ** 2
+    g = torch.Generator().manual_seed(0)
+    image = torch.randn(batch, tokens, config.width, generator=g)
+    text = torch.randn(batch, config.text_tokens, config.width, generator=g)
+    temb = torch.randn(batch, config.width, generator=g)
+    return tuple(t.to(device.torch_device(), _dtype(device)) for t in (image, text, temb))
+
+
+def _block_flops(config: mmdit.MMDiTConfig, batch: int, side: int) -> float:
+    # Whole-model forward FLOPs over its layers: one block's share (embeddings are <1%).
+    return mmdit.forward_flops(config, batch, side) / config.num_layers
+
+
+@pytest.mark.parametrize("processor", ["sdpa", "sdpa-math", "xformers", "gaudi-fused-sdpa"])
+@pytest.mark.parametrize("resolution", RESOLUTIONS)
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "forward-backward"])
+def test_joint_block(
+    throughput: Any, accel_device: Device, accel_profile: str, resolution: int, processor: str, backward: bool
+) -> None:
+    """One JointTransformerBlock (image + text stream, joint attention) at one resolution's token count."""
+    config = _config(accel_profile, accel_device)
+    _processor(processor, accel_device)
+    batch, side = (16 if accel_profile == "full" else 2), mmdit.latent_side(resolution, accel_profile)
+    block = mmdit.build_block(config, accel_device, _dtype(accel_device))
+    image, text, temb = _block_inputs(config, batch, side, accel_device)
+    image.requires_grad_(backward)
+
+    def call() -> Any:
+        text_out, image_out = block(image, text, temb)
+        if not backward:
+            return image_out
+        block.zero_grad(set_to_none=True)
+        image.grad = None
+        (image_out.float().square().mean() + text_out.float().square().mean()).backward()
+        return image.grad
+
+    flops = _block_flops(config, batch, side) * (3 if backward else 1)  # backward ~ 2x forward
+    with mmdit.attention_processor(block, processor), torch.set_grad_enabled(backward):
+        result = throughput(call, items=batch, unit="images", flops=flops, resolution=resolution)
+    assert result.disabled or result.items_per_second > 0
+
+
+@pytest.mark.parametrize("processor", ["sdpa", "sdpa-math", "xformers", "gaudi-fused-sdpa"])
+@pytest.mark.parametrize("batch", [16, 32])
+def test_train_step(throughput: Any, accel_device: Device, accel_profile: str, batch: int, processor: str) -> None:
+    """Rectified-flow training step + AdamW: images/s per device at the seed's batch sizes (smoke: /8).
+
+    Full: 1024x1024 images (4096 image tokens), as Stability's training table. Smoke: the small
+    model at 512x512-equivalent tokens, batch 2 and 4.
+    """
+    config = _config(accel_profile, accel_device)
+    _processor(processor, accel_device)
+    if accel_profile != "full":
+        batch //= 8
+    side = mmdit.latent_side(1024 if accel_profile == "full" else 512, accel_profile)
+    model = mmdit.build(config, accel_device)  # fp32 master weights; autocast computes in bf16
+    data = mmdit.make_batch(config, batch, side, accel_device, torch.float32)
+    step = mmdit.train_step(model, data, accel_device)
+    flops = 3 * mmdit.forward_flops(config, batch, side)  # forward + backward (2x forward)
+    with mmdit.attention_processor(model, processor):
+        result = throughput(step, items=batch, unit="images", flops=flops, model=config.name)
+    assert result.disabled or result.items_per_second > 0
+
+
+@pytest.mark.parametrize("processor", ["sdpa", "xformers", "gaudi-fused-sdpa"])
+def test_inference_30_steps(throughput: Any, accel_device: Device, accel_profile: str, processor: str) -> None:
+    """30 denoising steps with guidance at 1024x1024 (smoke: 256x256 on the small model): s/image."""
+    config = _config(accel_profile, accel_device)
+    _processor(processor, accel_device)
+    side = mmdit.latent_side(1024, accel_profile)
+    model = mmdit.build(config, accel_device).eval()
+    data = mmdit.make_batch(config, 1, side, accel_device, torch.float32)
+    generate = mmdit.inference_loop(model, data, accel_device)
+    flops = mmdit.INFERENCE_STEPS * mmdit.forward_flops(config, 2, side)  # 2: guidance doubles the batch
+    with mmdit.attention_processor(model, processor):
+        result = throughput(generate, items=1, unit="images", flops=flops, steps=mmdit.INFERENCE_STEPS)
+    assert result.disabled or result.seconds_per_call > 0
+
+
+def test_smoke_training_step_learns(accel_device: Device) -> None:
+    """The timed step is a real training step: on a fixed batch, 8 steps lower the loss."""
+    config = mmdit.CONFIGS[("smoke", "sd3")]
+    model = mmdit.build(config, accel_device)
+    data = mmdit.make_batch(config, 2, 8, accel_device, torch.float32)
+    step = mmdit.train_step(model, data, accel_device)
+    losses = [float(step()) for _ in range(8)]
+    assert all(torch.isfinite(torch.tensor(losses)))
+    assert sum(losses[-3:]) / 3 < 0.9 * sum(losses[:3]) / 3, losses
+
+
+@pytest.mark.parametrize("variant, expected", [("sd3", mmdit.SD3_PARAMETERS), ("sd3.5", mmdit.SD35_PARAMETERS)])
+def test_full_model_parameter_count_on_meta(variant: str, expected: int) -> None:
+    """The full profile builds the real SD3(.5)-medium MMDiT: parameters counted without memory."""
+    assert mmdit.parameter_count(mmdit.CONFIGS[("full", variant)]) == expected
+
+
+def test_smoke_sd35_variant_runs(accel_device: Device) -> None:
+    """The SD3.5 variant (dual attention, RMS QK-norm) builds and runs a forward in the smoke profile."""
+    config = mmdit.CONFIGS[("smoke", "sd3.5")]
+    model = mmdit.build(config, accel_device)
+    data = mmdit.make_batch(config, 1, 8, accel_device, torch.float32)
+    with torch.no_grad():
+        out = model(data.latents, data.text, data.pooled, torch.tensor([500.0]), return_dict=False)[0]
+    assert out.shape == data.latents.shape and bool(torch.isfinite(out).all())

@@ -1,0 +1,166 @@
+"""The ``pytest-accel`` command: report, compare, history, baselines. Inputs are only ever read.
+
+Exit codes: 0 fine; 1 ``compare`` found a regression; 2 a bad input (named, with why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_accel.baselines import BaselineError, BaselineStore
+from pytest_accel.history import change_points
+from pytest_accel.pages import cross_device_rows, html_page, html_table, markdown_table, plot_png
+from pytest_accel.report import format_rate
+from pytest_accel.results import ResultFile, ResultsError, load_results
+from pytest_accel.verdict import Observation, Outcome, VerdictPolicy, judge_time
+
+__all__ = ["main"]
+
+
+def _load_all(paths: Sequence[Path]) -> list[ResultFile]:
+    return [load_results(path) for path in paths]
+
+
+def _write(path: Path | None, text: str) -> None:
+    if path is not None:
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}", file=sys.stderr)
+
+
+def cmd_report(options: argparse.Namespace) -> int:
+    """Cross-device table (Markdown on stdout), optionally an HTML page with a plot per test."""
+    files = _load_all(options.results)
+    header, rows = cross_device_rows(files, options.reference)
+    text = markdown_table(header, rows)
+    print(text)
+    _write(options.markdown, text)
+    if options.html is not None:
+        sections: list[tuple[str, str, Sequence[str]]] = [("Throughput by device", html_table(header, rows), [])]
+        for key in sorted({key for f in files for key in f.measurements}):
+            values = [f.measurements[key].items_per_second if key in f.measurements else float("nan") for f in files]
+            unit = next(f.measurements[key].unit for f in files if key in f.measurements)
+            png = plot_png(key[0], {"items/s": values}, [f.device_key for f in files], f"{unit}/s", bars=True)
+            sections.append((key[0] if key[1] == "throughput" else f"{key[0]} [{key[1]}]", "", [png]))
+        _write(options.html, html_page("pytest-accel report", sections))
+    return 0
+
+
+def cmd_compare(options: argparse.Namespace) -> int:
+    """The verdict engine on two result files: A is the reference, B the candidate."""
+    before, after = _load_all([options.a, options.b])
+    policy = VerdictPolicy(tolerance=options.tolerance)
+    rows, regressed = [], 0
+    for key in sorted(set(before.measurements) & set(after.measurements)):
+        a, b = before.measurements[key], after.measurements[key]
+        if a.disabled or b.disabled:
+            continue
+        verdict = judge_time(Observation(b.samples, b.probe_samples), Observation(a.samples, a.probe_samples), policy)
+        regressed += verdict.outcome is Outcome.REGRESSED
+        rows.append(
+            [
+                key[0] if key[1] == "throughput" else f"{key[0]} [{key[1]}]",
+                f"{format_rate(a.items_per_second)} {a.unit}/s",
+                f"{format_rate(b.items_per_second)} {b.unit}/s",
+                f"{verdict.outcome.value} {((verdict.ratio or 1) - 1) * 100:+.1f}%",
+                verdict.reason,
+            ]
+        )
+    only = sorted(set(before.measurements) ^ set(after.measurements))
+    print(markdown_table(["test", f"A: {before.path.name}", f"B: {after.path.name}", "verdict", "why"], rows))
+    if only:
+        print(f"not compared (in one file only): {', '.join(k[0] for k in only)}")
+    print(f"{regressed} regressed of {len(rows)} compared")
+    return 1 if regressed else 0
+
+
+def cmd_history(options: argparse.Namespace) -> int:
+    """Trends over nightly result files, with change points found statistically."""
+    paths = sorted(options.folder.glob("*.json"))
+    if not paths:
+        raise ResultsError(f"{options.folder}: no result files (*.json)")
+    files = sorted(_load_all(paths), key=lambda f: (f.date, f.path.name))
+    nights = [f.date[:10] or f.path.stem for f in files]
+    rows, sections = [], []
+    for key in sorted({key for f in files for key in f.measurements}):
+        points = [(i, f.measurements[key]) for i, f in enumerate(files) if key in f.measurements]
+        # The compared figure: time relative to the reference kernel where recorded, else seconds per call.
+        values = [_figure(m) for _, m in points]
+        labels = [nights[i] for i, _ in points]
+        changes = change_points(values, options.tolerance)
+        text = "; ".join(f"{labels[c.index]}: {(c.ratio - 1) * 100:+.1f}% time (p={c.p_value:.1g})" for c in changes)
+        name = key[0] if key[1] == "throughput" else f"{key[0]} [{key[1]}]"
+        rows.append([name, str(len(points)), f"{format_rate(points[-1][1].items_per_second)}", text or "none"])
+        if any(c.ratio > 1 for c in changes):
+            png = plot_png(name, {"relative time": values}, labels, "time per call (normalised)", changes)
+            sections.append((f"Slower since {labels[changes[-1].index]}: {name}", "", [png]))
+    header = ["test", "nights", "latest items/s", "change points (first night, change, p)"]
+    print(markdown_table(header, rows))
+    if options.html is not None:
+        _write(options.html, html_page("pytest-accel history", [("Figures", html_table(header, rows), []), *sections]))
+    return 0
+
+
+def _figure(measurement: object) -> float:
+    from pytest_accel.result import Measurement
+    from pytest_accel.stats import median
+
+    assert isinstance(measurement, Measurement)
+    return median(measurement.normalized_samples or measurement.samples)
+
+
+def cmd_baselines(options: argparse.Namespace) -> int:
+    """``show``: every baseline file with its entries; ``prune``: pytest --accel-prune with the given args."""
+    if options.action == "prune":
+        return subprocess.call([sys.executable, "-m", "pytest", "--accel-prune", *options.pytest_args])
+    store = BaselineStore(options.root)
+    for path in store.files():
+        device_key, stem = path.parent.name, path.stem
+        profile, _, world = stem.partition("-w")
+        entries = store.load(device_key, profile, int(world) if world else 1)
+        print(f"{path}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
+        for (test, metric), entry in sorted(entries.items()):
+            rate = entry.items_per_call / sorted(entry.samples)[len(entry.samples) // 2]
+            when = entry.provenance.get("date", "?")
+            print(f"  {test} [{metric}]: {format_rate(rate)} {entry.unit}/s, {len(entry.run_medians)} run(s), {when}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pytest-accel", description="Reports and comparisons of pytest-accel results")
+    commands = parser.add_subparsers(dest="command", required=True)
+    report = commands.add_parser("report", help="cross-device table (Markdown) and an HTML page with plots")
+    report.add_argument("results", nargs="+", type=Path, help="--accel-json files, one per device")
+    report.add_argument("--reference", help="device key the ratios are relative to")
+    report.add_argument("--markdown", type=Path)
+    report.add_argument("--html", type=Path)
+    report.set_defaults(run=cmd_report)
+    compare = commands.add_parser("compare", help="verdicts of B against A (exit 1 on a regression)")
+    compare.add_argument("a", type=Path)
+    compare.add_argument("b", type=Path)
+    compare.add_argument("--tolerance", type=float, default=0.05)
+    compare.set_defaults(run=cmd_compare)
+    history = commands.add_parser("history", help="trends and change points over nightly result files")
+    history.add_argument("folder", type=Path)
+    history.add_argument("--tolerance", type=float, default=0.05)
+    history.add_argument("--html", type=Path)
+    history.set_defaults(run=cmd_history)
+    baselines = commands.add_parser("baselines", help="show the baseline store, or prune stale entries")
+    baselines.add_argument("action", choices=["show", "prune"])
+    baselines.add_argument("--root", type=Path, default=Path("baselines"))
+    baselines.add_argument("pytest_args", nargs=argparse.REMAINDER, help="prune: the pytest arguments")
+    baselines.set_defaults(run=cmd_baselines)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``pytest-accel`` and ``python -m pytest_accel``."""
+    options = _parser().parse_args(argv)
+    try:
+        return int(options.run(options))
+    except (ResultsError, BaselineError) as error:
+        print(f"pytest-accel: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,72 @@
+"""Confirming a suspected regression in a fresh process.
+
+Re-measuring in the same process cannot clear a process-level bias: memory layout, thread
+placement and allocator state shift a process's figures as a whole (seen here: the same kernel's
+probe-normalised median differed by up to 10% between fresh processes). So a regression that
+survived the in-process confirmations is measured once more by a child ``pytest`` running only
+that test, with the same device, profile, thresholds and baselines; the test fails only if the
+child agrees. The child does not spawn children of its own (``FRESH_PROCESS_ENV``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, final
+
+__all__ = ["FRESH_PROCESS_ENV", "FreshVerdict", "confirm_in_fresh_process", "in_fresh_process"]
+
+FRESH_PROCESS_ENV = "PYTEST_ACCEL_CONFIRMING"
+# A child that has not answered in this long is abandoned; the in-process verdict then stands.
+CHILD_TIMEOUT_SECONDS = 900
+
+
+@final
+@dataclass(frozen=True)
+class FreshVerdict:
+    """What the child process concluded for one measurement, or why it could not tell."""
+
+    outcome: str | None  # "regressed", "unchanged", ... ; None when the child gave no verdict
+    detail: str  # the child's reason, or what went wrong
+
+
+def in_fresh_process() -> bool:
+    """Whether this process is itself a confirmation child."""
+    return os.environ.get(FRESH_PROCESS_ENV) == "1"
+
+
+def confirm_in_fresh_process(
+    nodeid: str, metric: str, rootdir: Path, options: Sequence[str], env: Mapping[str, str] | None = None
+) -> FreshVerdict:
+    """Run ``pytest <nodeid> <options>`` in a child and return its verdict for ``metric``."""
+    with tempfile.TemporaryDirectory(prefix="pytest-accel-confirm-") as scratch:
+        results = Path(scratch) / "results.json"
+        command = [
+            sys.executable, "-m", "pytest", nodeid, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+            "--accel-json", str(results), *options,
+        ]  # fmt: skip
+        child_env = {**(env if env is not None else os.environ), FRESH_PROCESS_ENV: "1"}
+        try:
+            ran = subprocess.run(
+                command, cwd=rootdir, env=child_env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_SECONDS
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return FreshVerdict(None, f"the confirmation process did not finish: {error}")
+        if not results.exists():
+            tail = (ran.stdout + ran.stderr).strip().splitlines()[-3:]
+            return FreshVerdict(None, f"the confirmation process wrote no results (exit {ran.returncode}): {tail}")
+        return _verdict_for(json.loads(results.read_text()), nodeid, metric)
+
+
+def _verdict_for(document: Mapping[str, Any], nodeid: str, metric: str) -> FreshVerdict:
+    for entry in document.get("results", []):
+        if entry.get("test") == nodeid and entry.get("name") == metric and entry.get("verdict"):
+            time_verdict = entry["verdict"]["time"]
+            return FreshVerdict(str(time_verdict["outcome"]), str(time_verdict["reason"]))
+    return FreshVerdict(None, f"the confirmation process measured no {metric!r} for {nodeid}")

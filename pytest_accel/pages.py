@@ -1,0 +1,151 @@
+"""Markdown and HTML renderings of result files: cross-device tables, comparisons, history plots."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_accel.history import ChangePoint
+from pytest_accel.report import format_rate, percent_of_peak
+from pytest_accel.result import Measurement
+from pytest_accel.results import ResultFile
+
+__all__ = ["cross_device_rows", "html_page", "markdown_table", "plot_png"]
+
+Key = tuple[str, str]
+
+
+def _name(key: Key) -> str:
+    test, metric = key
+    return test if metric == "throughput" else f"{test} [{metric}]"
+
+
+def cross_device_rows(files: Sequence[ResultFile], reference: str | None) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: one row per test, one column per device (items/s), then ratios to ``reference``.
+
+    The shape of the studies' tables ("Gaudi 2 1.5x H100 at batch 16").
+    """
+    devices = [f.device_key for f in files]
+    keys = sorted({key for f in files for key in f.measurements})
+    header = ["test", *devices]
+    others = [d for d in devices if d != reference] if reference in devices else []
+    header += [f"{d} / {reference}" for d in others]
+    rows = []
+    for key in keys:
+        rates = {f.device_key: f.measurements[key] for f in files if key in f.measurements}
+        row = [_name(key)]
+        for device in devices:
+            m = rates.get(device)
+            row.append("-" if m is None or m.disabled else f"{format_rate(m.items_per_second)} {m.unit}/s")
+        for device in others:
+            mine, theirs = rates.get(device), rates.get(reference or "")
+            ok = mine is not None and theirs is not None and not (mine.disabled or theirs.disabled)
+            row.append(f"{mine.items_per_second / theirs.items_per_second:.2f}x" if ok else "-")  # type: ignore[union-attr]
+        rows.append(row)
+    return header, rows
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def run_summary_markdown(results: Sequence[tuple[str, Measurement, Mapping[str, Any] | None]], title: str) -> str:
+    """The job-page summary of one run: regressions first, then every figure with its verdict."""
+    order = {"regressed": 0, "noisy": 1, "improved": 2, "new": 3, "unchanged": 4}
+    ranked = sorted(results, key=lambda r: (order.get(str((r[2] or {}).get("outcome")), 5), r[0]))
+    regressed = [r for r in ranked if (r[2] or {}).get("outcome") == "regressed"]
+    lines = [f"## {title}", ""]
+    if regressed:
+        lines.append(f"**{len(regressed)} regression(s)**:")
+        lines += [f"- `{name}`: {(v or {})['time']['reason']}" for name, _, v in regressed]
+    else:
+        lines.append("No regression.")
+    rows = []
+    for name, m, verdict in ranked:
+        outcome = str((verdict or {}).get("outcome", "-"))
+        ratio = ((verdict or {}).get("time") or {}).get("ratio")
+        change = "" if ratio is None else f" {(ratio - 1) * 100:+.1f}%"
+        rate = "disabled" if m.disabled else f"{format_rate(m.items_per_second)} {m.unit}/s"
+        spread = "-" if m.disabled else f"±{m.spread * 100:.1f}%"
+        rows.append([f"`{name}`", rate, spread, percent_of_peak(m.extra), f"{outcome}{change}"])
+    return "\n".join(lines) + "\n\n" + markdown_table(["test", "throughput", "spread", "% peak", "verdict"], rows)
+
+
+def plot_png(
+    title: str,
+    series: Mapping[str, Sequence[float]],
+    labels: Sequence[str],
+    ylabel: str,
+    changes: Sequence[ChangePoint] = (),
+    bars: bool = False,
+) -> str:
+    """A matplotlib figure as a base64 PNG (bars per device, or a line per figure over nights)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 3.2), dpi=110)
+    if bars:
+        values = next(iter(series.values()))
+        axes.bar(range(len(values)), [0 if math.isnan(v) else v for v in values], color="#3b6ea8")
+        axes.set_xticks(range(len(labels)), labels, rotation=15, ha="right", fontsize=8)
+    else:
+        for name, values in series.items():
+            axes.plot(range(len(values)), values, marker="o", label=name)
+        for point in changes:
+            axes.axvline(point.index - 0.5, color="#c0392b", linestyle="--", linewidth=1)
+            axes.annotate(
+                f"{(point.ratio - 1) * 100:+.0f}%",
+                (point.index - 0.5, axes.get_ylim()[1]),
+                color="#c0392b",
+                fontsize=8,
+                ha="left",
+                va="top",
+            )
+        axes.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
+    axes.set_title(title, fontsize=9)
+    axes.set_ylabel(ylabel, fontsize=8)
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def html_page(title: str, sections: Sequence[tuple[str, str, Sequence[str]]]) -> str:
+    """A self-contained page: each section is (heading, Markdown-ish table text or HTML, base64 PNGs)."""
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title>",
+        "<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+        "td:first-child,th:first-child{text-align:left;font-family:monospace;font-size:12px}"
+        "th{background:#f2f4f7}.regressed{color:#c0392b;font-weight:bold}img{max-width:100%}</style>",
+        f"</head><body><h1>{html.escape(title)}</h1>",
+    ]
+    for heading, body, images in sections:
+        parts.append(f"<h2>{html.escape(heading)}</h2>{body}")
+        parts += [f"<img alt='{html.escape(heading)}' src='data:image/png;base64,{png}'>" for png in images]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """An HTML table; cells that start with 'regressed' are highlighted."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+
+    def cell(text: str) -> str:
+        style = " class='regressed'" if text.startswith("regressed") else ""
+        return f"<td{style}>{html.escape(text)}</td>"
+
+    body = "".join("<tr>" + "".join(cell(c) for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"

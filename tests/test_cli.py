@@ -1,0 +1,131 @@
+"""The pytest-accel command on result files made by real runs (through pytester), and on bad inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_accel.cli import main
+from tests.conftest import FAST_OPTIONS
+
+WORKLOAD = """
+import pathlib, time
+
+def test_nap(throughput):
+    seconds = float(pathlib.Path("duration.txt").read_text())
+    throughput(lambda: time.sleep(seconds), items=4, unit="naps")
+
+def test_steady(throughput):
+    throughput(lambda: time.sleep(0.001), items=1, unit="naps")
+"""
+
+
+def run(pytester: pytest.Pytester, duration: float, out: str) -> Path:
+    """One real run of the workload with a given nap length; returns its --accel-json file."""
+    (pytester.path / "duration.txt").write_text(str(duration))
+    pytester.runpytest("--device", "cpu", "--accel-json", out, *FAST_OPTIONS).assert_outcomes(passed=2)
+    return pytester.path / out
+
+
+@pytest.fixture
+def results(perf_pytester: pytest.Pytester) -> tuple[Path, Path]:
+    """Two real runs: a baseline-like one and one whose nap is 3x longer."""
+    perf_pytester.makepyfile(test_naps=WORKLOAD)
+    return run(perf_pytester, 0.001, "a.json"), run(perf_pytester, 0.003, "b.json")
+
+
+def as_other_device(path: Path, key: str) -> Path:
+    """The same run, relabelled as another device class (a second runner's file)."""
+    document = json.loads(path.read_text())
+    document["device"]["key"] = key
+    other = path.with_name(f"{key}.json")
+    other.write_text(json.dumps(document))
+    return other
+
+
+def test_compare_flags_the_slower_run_and_exits_1(
+    results: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = results
+    capsys.readouterr()
+    before = (a.read_bytes(), b.read_bytes())
+    assert main(["compare", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    nap = next(line for line in out.splitlines() if "test_naps.py::test_nap " in line)
+    assert "regressed +" in nap  # 3x the nap
+    assert "regressed of 2 compared" in out
+    assert (a.read_bytes(), b.read_bytes()) == before  # inputs are never modified
+    assert main(["compare", str(a), str(a)]) == 0
+
+
+def test_report_makes_a_cross_device_table_and_html(
+    results: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, _ = results
+    other = as_other_device(a, "cuda-nvidia-h100-80gb-hbm3")
+    page = tmp_path / "report.html"
+    capsys.readouterr()
+    code = main(["report", str(a), str(other), "--reference", "cuda-nvidia-h100-80gb-hbm3", "--html", str(page)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "| test | cpu-" in out and "/ cuda-nvidia-h100-80gb-hbm3 |" in out and "1.00x" in out
+    text = page.read_text()
+    assert text.startswith("<!doctype html>") and text.count("data:image/png;base64,") == 2
+
+
+def test_history_finds_the_night_a_slowdown_appeared(
+    perf_pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    perf_pytester.makepyfile(test_naps=WORKLOAD)
+    nights = tmp_path / "nights"
+    nights.mkdir()
+    for night in range(12):
+        path = run(perf_pytester, 0.001 if night < 6 else 0.003, f"n{night}.json")
+        document = json.loads(path.read_text())
+        document["date"] = f"2026-11-{night + 1:02d}T02:17:00+00:00"  # nightly runs, one per day
+        (nights / f"night-{night:02d}.json").write_text(json.dumps(document))
+    page = tmp_path / "history.html"
+    capsys.readouterr()  # drop the pytester runs' own output
+    assert main(["history", str(nights), "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    nap_line = next(line for line in out.splitlines() if "test_nap " in line or "test_nap |" in line)
+    assert "2026-11-07" in nap_line  # the first slow night
+    steady_line = next(line for line in out.splitlines() if "test_steady" in line)
+    assert "none" in steady_line
+    assert "Slower since 2026-11-07" in page.read_text()
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "cannot read"),
+        ("{not json", "invalid JSON at line 1, column 2"),
+        ('{"schema": 9, "device": {"key": "x"}, "results": []}', "newer pytest-accel (schema 9"),
+        ('{"device": {"key": "x"}, "results": []}', "no integer 'schema'"),
+        ('{"schema": 1, "device": {"key": "x"}, "results": [{"test": "t", "samples": "fast"}]}', "results[0]"),
+    ],
+)
+def test_bad_inputs_name_the_file_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, message: str
+) -> None:
+    path = tmp_path / "bad.json"
+    if content is not None:
+        path.write_text(content)
+    for command in (["report", str(path)], ["compare", str(path), str(path)]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert str(path) in err and message in err
+    if content is not None:
+        assert path.read_text() == content
+
+
+def test_baselines_show_lists_entries(perf_pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]) -> None:
+    perf_pytester.makepyfile(test_naps=WORKLOAD)
+    (perf_pytester.path / "duration.txt").write_text("0.001")
+    perf_pytester.runpytest("--device", "cpu", "--accel-update", *FAST_OPTIONS).assert_outcomes(passed=2)
+    capsys.readouterr()
+    assert main(["baselines", "show", "--root", str(perf_pytester.path / "baselines")]) == 0
+    out = capsys.readouterr().out
+    assert "smoke.json: 2 entries" in out and "test_naps.py::test_nap [throughput]" in out

@@ -1,0 +1,200 @@
+"""End-to-end runs of the regression gate: baselines recorded, then compared, through pytester."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FAST_OPTIONS
+
+# A CPU-bound workload whose amount of work a file controls ("0.001" -> 10 matmuls, about 1 ms), so
+# "0.003" is 3x the work. CPU-bound on purpose: the verdict normalises by a matmul probe, which a
+# sleep would not track.
+SLEEPER = """
+import pathlib, torch
+
+a = torch.randn(128, 128)
+
+def test_sleep(throughput):
+    reps = round(float(pathlib.Path("duration.txt").read_text()) * 10_000)
+    def work():
+        for _ in range(reps):
+            out = a @ a
+        return out
+    throughput(work, items=1, unit="naps")
+
+def test_other(throughput):
+    throughput(lambda: a @ a, items=1, unit="naps")
+"""
+OPTIONS = ("--device", "cpu", "--accel-baselines", "bl", *FAST_OPTIONS)
+
+
+def baseline_file(pytester: pytest.Pytester) -> Path:
+    (folder,) = (pytester.path / "bl").iterdir()
+    return folder / "smoke.json"
+
+
+@pytest.fixture
+def recorded(perf_pytester: pytest.Pytester) -> pytest.Pytester:
+    """A project with a baseline recorded for both tests at 1 ms."""
+    perf_pytester.makepyfile(test_sleepy=SLEEPER)
+    (perf_pytester.path / "duration.txt").write_text("0.001")
+    result = perf_pytester.runpytest(*OPTIONS, "--accel-update")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["accel: wrote 2 baseline entries to *smoke.json"])
+    return perf_pytester
+
+
+def test_first_run_says_new_and_how_to_record(perf_pytester: pytest.Pytester) -> None:
+    perf_pytester.makepyfile(test_sleepy=SLEEPER)
+    (perf_pytester.path / "duration.txt").write_text("0.001")
+    result = perf_pytester.runpytest(*OPTIONS)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["*test_sleep *naps/s*new", "accel: 2 new: no baseline for cpu-*/smoke: record one with*"]
+    )
+
+
+def test_require_baseline_fails_new_measurements(perf_pytester: pytest.Pytester) -> None:
+    perf_pytester.makepyfile(test_sleepy=SLEEPER)
+    (perf_pytester.path / "duration.txt").write_text("0.001")
+    result = perf_pytester.runpytest(*OPTIONS, "--accel-require-baseline")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*perf no baseline (and --accel-require-baseline is set)*"])
+
+
+def test_unchanged_code_passes_against_its_baseline(recorded: pytest.Pytester) -> None:
+    result = recorded.runpytest(*OPTIONS)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_sleep *unchanged*"])
+
+
+def test_a_slowdown_fails_its_own_test_with_the_figures(recorded: pytest.Pytester) -> None:
+    (recorded.path / "duration.txt").write_text("0.003")
+    result = recorded.runpytest(*OPTIONS)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*perf regressed: test_sleepy.py::test_sleep [[]throughput[]] on cpu-*",
+            "*throughput: baseline * naps/s, now * naps/s (0.*x)",
+            "*time: time +*% [[]95% CI +*% .. +*%[]] relative to the reference kernel, beyond the 5% tolerance; "
+            "confirmed by 2 re-measurement(s)*",
+            "*baseline: commit *, 20*, torch *",
+            "*--accel-update -k <this test>*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["FAILED test_sleepy.py::test_sleep*"])
+
+
+def test_a_speedup_passes_and_asks_for_a_refresh(recorded: pytest.Pytester) -> None:
+    (recorded.path / "duration.txt").write_text("0.0003")
+    result = recorded.runpytest(*OPTIONS)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_sleep *improved -*%", "accel: 1 improved: faster than the baseline*"])
+
+
+def test_marker_tolerance_lets_a_known_slowdown_pass(recorded: pytest.Pytester) -> None:
+    recorded.makepyfile(
+        test_sleepy=SLEEPER.replace(
+            "def test_sleep(", "import pytest\n@pytest.mark.perf(tolerance=5.0)\ndef test_sleep("
+        )
+    )
+    (recorded.path / "duration.txt").write_text("0.003")
+    result = recorded.runpytest(*OPTIONS)
+    result.assert_outcomes(passed=2)
+
+
+def test_update_with_k_rewrites_only_the_selected_entry(recorded: pytest.Pytester) -> None:
+    path = baseline_file(recorded)
+    before = json.loads(path.read_text())["entries"]
+    (recorded.path / "duration.txt").write_text("0.003")
+    result = recorded.runpytest(*OPTIONS, "--accel-update", "-k", "test_sleep and not other")
+    result.assert_outcomes(passed=1, deselected=1)
+    after = json.loads(path.read_text())["entries"]
+    assert after["test_sleepy.py::test_other"] == before["test_sleepy.py::test_other"]
+    assert after["test_sleepy.py::test_sleep"] != before["test_sleepy.py::test_sleep"]
+    recorded.runpytest(*OPTIONS).assert_outcomes(passed=2)  # the new figure is the new normal
+
+
+def test_a_broken_baseline_stops_the_run_and_stays_untouched(recorded: pytest.Pytester) -> None:
+    path = baseline_file(recorded)
+    broken = path.read_text().replace("]", "", 1)
+    path.write_text(broken)
+    for extra in ((), ("--accel-update",)):
+        result = recorded.runpytest(*OPTIONS, *extra)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*cannot read the baselines: *smoke.json: invalid JSON at line * column *"])
+        assert path.read_text() == broken
+
+
+def test_a_baseline_from_a_future_schema_is_refused(recorded: pytest.Pytester) -> None:
+    path = baseline_file(recorded)
+    path.write_text(path.read_text().replace('"schema": 1', '"schema": 7'))
+    result = recorded.runpytest(*OPTIONS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*newer pytest-accel (schema 7*upgrade*"])
+
+
+def test_stale_entries_are_listed_and_pruned(recorded: pytest.Pytester) -> None:
+    recorded.makepyfile(test_sleepy=SLEEPER.split("def test_other")[0])
+    listed = recorded.runpytest(*OPTIONS, "--accel-stale")
+    assert listed.ret == 0
+    listed.stdout.fnmatch_lines(["*accel: stale: test_sleepy.py::test_other*"])
+    assert "test_sleepy.py::test_other" in baseline_file(recorded).read_text()
+    pruned = recorded.runpytest(*OPTIONS, "--accel-prune")
+    pruned.stdout.fnmatch_lines(["*accel: removed: test_sleepy.py::test_other*"])
+    entries = json.loads(baseline_file(recorded).read_text())["entries"]
+    assert list(entries) == ["test_sleepy.py::test_sleep"]
+
+
+def test_prune_refuses_a_keyword_selection(recorded: pytest.Pytester) -> None:
+    result = recorded.runpytest(*OPTIONS, "--accel-prune", "-k", "sleep")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*drop -k/-m*"])
+
+
+def test_strict_fails_a_noisy_verdict(recorded: pytest.Pytester) -> None:
+    # A workload whose every other call is 20x slower spreads far beyond its steady baseline.
+    recorded.makepyfile(
+        test_sleepy=SLEEPER.replace(
+            "throughput(work,",
+            # 20x the work during every other 50 ms: whole rounds (20 ms) land in slow or fast periods.
+            "import time\n    throughput(lambda: [work() for _ in range(20 if int(time.perf_counter() * 20) % 2 else 1)],",
+        )
+    )
+    relaxed = recorded.runpytest(*OPTIONS, "--accel-measure-seconds", "0.3")
+    relaxed.stdout.fnmatch_lines(["*test_sleep *noisy*"])
+    relaxed.assert_outcomes(passed=2)
+    strict = recorded.runpytest(*OPTIONS, "--accel-measure-seconds", "0.3", "--accel-strict")
+    strict.assert_outcomes(passed=1, failed=1)
+    strict.stdout.fnmatch_lines(["*perf noisy (and --accel-strict is set)*", "*too unsteady*"])
+
+
+def test_a_regression_is_confirmed_in_a_fresh_process(recorded: pytest.Pytester) -> None:
+    (recorded.path / "duration.txt").write_text("0.003")
+    result = recorded.runpytest(*OPTIONS)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*confirmed in a fresh process: time +*"])
+
+
+def test_a_slowdown_of_one_process_only_does_not_fail(recorded: pytest.Pytester) -> None:
+    # Slow in this process, normal in the confirmation child: a process-level effect, not a regression.
+    recorded.makepyfile(
+        test_sleepy=SLEEPER.replace(
+            'reps = round(float(pathlib.Path("duration.txt").read_text()) * 10_000)',
+            'import os\n    reps = 10 if os.environ.get("PYTEST_ACCEL_CONFIRMING") else 30',
+        )
+    )
+    result = recorded.runpytest(*OPTIONS)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_sleep *unchanged*"])
+
+
+def test_fresh_process_confirmation_can_be_turned_off(recorded: pytest.Pytester) -> None:
+    (recorded.path / "duration.txt").write_text("0.003")
+    result = recorded.runpytest(*OPTIONS, "-o", "accel_fresh_process_confirmation=false")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.no_fnmatch_line("*fresh process*")
