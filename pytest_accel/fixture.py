@@ -159,7 +159,7 @@ class Throughput:
             changes = provenance_changes(entry, self._device.provenance())
             if changes:
                 lines.append(f"  changed since the baseline: {changes}")
-        lines.append("  if the change is intended, record it: pytest ... --accel-update -k <this test>")
+        lines.append("  if the change is intended, record it: pytest ... --accel-reset-history -k <this test>")
         return "\n".join(lines)
 
     def _run_once(self, fn: Callable[[], Any], unit: str, items: float, name: str, extra: Any) -> Measurement:

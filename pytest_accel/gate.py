@@ -92,21 +92,20 @@ MAX_RUN_HISTORY = 10
 
 
 def run_history(
-    previous: BaselineEntry | None, measurement: Measurement, provenance: Mapping[str, str], tolerance: float
+    previous: BaselineEntry | None, measurement: Measurement, provenance: Mapping[str, str], reset: bool
 ) -> tuple[float, ...]:
     """The run medians to store with a new recording: the previous ones plus this run's, when comparable.
 
-    A recording that moved beyond ``tolerance`` from the history's centre is an accepted change
-    (someone ran --accel-update after changing the code): the history starts again from it.
+    Every recording is kept (up to MAX_RUN_HISTORY), also one that moved: a machine whose kernels
+    drift between sessions must show that spread, or the gate flags the drift. ``reset``
+    (--accel-reset-history) starts the history anew, for an accepted change of the code.
     """
     current = median(_observation(measurement).compared)
-    if previous is None or _incomparable(measurement, previous, provenance) is not None:
+    if reset or previous is None or _incomparable(measurement, previous, provenance) is not None:
         return (current,)
     if bool(previous.probe_samples) != bool(measurement.probe_samples):
         return (current,)  # normalised and raw figures do not mix
     earlier = previous.run_medians or (median(_observation(previous).compared),)
-    if abs(current / median(earlier) - 1) > tolerance:
-        return (current,)
     return (*earlier, current)[-MAX_RUN_HISTORY:]
 
 

@@ -106,6 +106,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write this run's measurements into the baselines (only those measured; others untouched)",
     )
     group.addoption(
+        "--accel-reset-history",
+        dest="accel_reset_history",
+        action="store_true",
+        help="like --accel-update, and forget the earlier recordings of the measured tests (an accepted change)",
+    )
+    group.addoption(
         "--accel-strict",
         dest="accel_strict",
         action="store_true",

@@ -78,7 +78,8 @@ class AccelSession:
             config.option.accel_cpu_threads or ini_int(config, "accel_cpu_threads", minimum=0) or None
         )
         self.fresh_confirmation = ini_bool(config, "accel_fresh_process_confirmation")
-        self.update: bool = config.option.accel_update
+        self.update: bool = config.option.accel_update or config.option.accel_reset_history
+        self.reset_history: bool = config.option.accel_reset_history
         self.strict: bool = config.option.accel_strict
         self.require_baseline: bool = config.option.accel_require_baseline
         self.store = BaselineStore(self._baselines_root())
@@ -354,7 +355,7 @@ class AccelSession:
                 samples=r.measurement.samples,
                 probe_samples=r.measurement.probe_samples,
                 run_medians=run_history(
-                    previous.get((r.nodeid, r.measurement.name)), r.measurement, provenance_now, self.policy.tolerance
+                    previous.get((r.nodeid, r.measurement.name)), r.measurement, provenance_now, self.reset_history
                 ),
                 peak_memory_bytes=r.measurement.peak_memory_bytes,
                 # A tolerance someone set by hand in the baseline file survives a refresh.

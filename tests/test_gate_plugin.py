@@ -83,7 +83,7 @@ def test_a_slowdown_fails_its_own_test_with_the_figures(recorded: pytest.Pyteste
             "*time: time +*% [[]95% CI +*% .. +*%[]] relative to the reference kernel, beyond the 5% tolerance; "
             "confirmed by 2 re-measurement(s)*",
             "*baseline: commit *, 20*, torch *",
-            "*--accel-update -k <this test>*",
+            "*--accel-reset-history -k <this test>*",
         ]
     )
     result.stdout.fnmatch_lines(["FAILED test_sleepy.py::test_sleep*"])
@@ -111,7 +111,7 @@ def test_update_with_k_rewrites_only_the_selected_entry(recorded: pytest.Pyteste
     path = baseline_file(recorded)
     before = json.loads(path.read_text())["entries"]
     (recorded.path / "duration.txt").write_text("0.003")
-    result = recorded.runpytest(*OPTIONS, "--accel-update", "-k", "test_sleep and not other")
+    result = recorded.runpytest(*OPTIONS, "--accel-reset-history", "-k", "test_sleep and not other")
     result.assert_outcomes(passed=1, deselected=1)
     after = json.loads(path.read_text())["entries"]
     assert after["test_sleepy.py::test_other"] == before["test_sleepy.py::test_other"]
@@ -162,7 +162,8 @@ def test_strict_fails_a_noisy_verdict(recorded: pytest.Pytester) -> None:
         test_sleepy=SLEEPER.replace(
             "throughput(work,",
             # 20x the work during every other 50 ms: whole rounds (20 ms) land in slow or fast periods.
-            "import time\n    throughput(lambda: [work() for _ in range(20 if int(time.perf_counter() * 20) % 2 else 1)],",
+            "import time\n    slow = lambda: int(time.perf_counter() * 20) % 2\n"
+            "    throughput(lambda: [work() for _ in range(20 if slow() else 1)],",
         )
     )
     relaxed = recorded.runpytest(*OPTIONS, "--accel-measure-seconds", "0.3")

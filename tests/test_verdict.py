@@ -254,3 +254,35 @@ def test_gate_uses_the_tolerance_stored_with_the_baseline() -> None:
 def test_median_of_samples_is_used_in_reports() -> None:
     assert median([3.0, 1.0, 2.0]) == 2.0
     assert relative_spread([1.0, 1.0, 1.0]) == 0.0
+
+
+def test_between_run_spread_widens_the_interval() -> None:
+    now, then = observation(0.0107, 0.01, seed=5), observation(0.01, 0.01)
+    steady = Observation(then.samples, then.probe_samples, run_medians=(10.0, 10.0, 10.0))
+    wobbly = Observation(then.samples, then.probe_samples, run_medians=(9.0, 10.0, 11.0))
+    tight = judge_time(now, steady, POLICY)
+    loose = judge_time(now, wobbly, POLICY)
+    assert tight.low is not None and loose.low is not None and tight.high is not None and loose.high is not None
+    assert loose.high / loose.low > tight.high / tight.low
+
+
+def test_the_ratio_is_taken_against_the_centre_of_the_recorded_runs() -> None:
+    # The latest samples say 10.0 (normalised), but three recordings centre on 8.0: now is +25%.
+    then = Observation(noisy(0.01, 0.01), [1e-3] * 30, run_medians=(8.0, 8.1, 7.9))
+    verdict = judge_time(observation(0.01, 0.01, seed=6), then, POLICY)
+    assert verdict.ratio == pytest.approx(1.25, rel=0.03)
+
+
+def test_run_history_keeps_every_comparable_run_until_reset() -> None:
+    from pytest_accel.gate import MAX_RUN_HISTORY, run_history
+
+    base = BaselineEntry(**{**entry(0.01).__dict__, "run_medians": (10.0, 10.1)})
+    same = measurement(0.01, seed=3)
+    history = run_history(base, same, {}, reset=False)
+    assert history[:2] == (10.0, 10.1) and len(history) == 3
+    drifted = run_history(base, measurement(0.02, seed=3), {}, reset=False)
+    assert len(drifted) == 3  # a moved recording is kept: it is the machine's spread, or a change
+    assert len(run_history(base, measurement(0.02, seed=3), {}, reset=True)) == 1  # an accepted change
+    full = BaselineEntry(**{**entry(0.01).__dict__, "run_medians": (10.0,) * MAX_RUN_HISTORY})
+    assert len(run_history(full, same, {}, reset=False)) == MAX_RUN_HISTORY
+    assert run_history(None, same, {}, reset=False) == (pytest.approx(10.0, rel=0.1),)

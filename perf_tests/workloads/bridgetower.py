@@ -33,7 +33,11 @@ def config(profile: str) -> Any:
         vision = dict(hidden_size=64, num_hidden_layers=2, patch_size=14, image_size=IMAGE_SIDE)
         cross = dict(hidden_size=64, num_hidden_layers=1, num_attention_heads=2)
     return BridgeTowerConfig(
-        text_config=text, vision_config=vision, contrastive_hidden_size=512 if profile == "full" else 32, **cross
+        text_config=text,
+        vision_config=vision,
+        contrastive_hidden_size=512 if profile == "full" else 32,
+        logit_scale_init_value=2.6592,  # log(1/0.07), CLIP's initial temperature, as the released model
+        **cross,
     )
 
 

@@ -197,19 +197,29 @@ def autocast(device: Device) -> contextlib.AbstractContextManager[Any]:
     return torch.autocast(device_type=device.kind, dtype=dtype)
 
 
-def train_step(model: Any, batch: Batch, device: Device) -> Callable[[], torch.Tensor]:
-    """One rectified-flow training step: returns a callable that runs it and returns the loss."""
+def train_step(
+    model: Any, batch: Batch, device: Device, lr: float = 1e-4, fixed_noise: bool = False
+) -> Callable[[], torch.Tensor]:
+    """One rectified-flow training step: returns a callable that runs it and returns the loss.
+
+    ``fixed_noise`` reuses one noise draw and one set of timesteps every step (a fixed objective,
+    to check that the step learns); the timed step draws fresh ones, as training does.
+    """
     import torch
     import torch.nn.functional as F
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     g = torch.Generator(device="cpu").manual_seed(2)
     size = batch.latents.shape[0]
+    fixed = (torch.randn(batch.latents.shape, generator=g), torch.randn(size, generator=g))
 
     def step() -> torch.Tensor:
-        noise = torch.randn(batch.latents.shape, generator=g).to(batch.latents)
+        raw_noise, raw_sigma = (
+            fixed if fixed_noise else (torch.randn(batch.latents.shape, generator=g), torch.randn(size, generator=g))
+        )
+        noise = raw_noise.to(batch.latents)
         # Logit-normal timesteps, as SD3 trains: sigma in (0, 1), denser in the middle.
-        sigma = torch.sigmoid(torch.randn(size, generator=g)).to(batch.latents)
+        sigma = torch.sigmoid(raw_sigma).to(batch.latents)
         s = sigma.view(-1, 1, 1, 1)
         noisy = (1 - s) * batch.latents + s * noise
         target = noise - batch.latents  # the velocity the flow must predict
