@@ -189,9 +189,13 @@ def test_a_slowdown_of_one_process_only_does_not_fail(recorded: pytest.Pytester)
             'import os\n    reps = 10 if os.environ.get("PYTEST_ACCEL_CONFIRMING") else 30',
         )
     )
-    result = recorded.runpytest(*OPTIONS)
+    result = recorded.runpytest(*OPTIONS, "--accel-json", "out.json")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*test_sleep *unchanged*"])
+    (sleep,) = [
+        r for r in json.loads((recorded.path / "out.json").read_text())["results"] if r["test"].endswith("::test_sleep")
+    ]
+    assert sleep["verdict"]["outcome"] != "regressed"
+    assert "a fresh process did not confirm it" in sleep["verdict"]["time"]["reason"]
 
 
 def test_fresh_process_confirmation_can_be_turned_off(recorded: pytest.Pytester) -> None:
