@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pytest_accel.baselines import BaselineError, BaselineStore
 from pytest_accel.history import change_points
-from pytest_accel.pages import cross_device_rows, html_page, html_table, markdown_table, plot_png
+from pytest_accel.pages import column_labels, cross_device_rows, html_page, html_table, markdown_table, plot_png
 from pytest_accel.report import format_rate
 from pytest_accel.results import ResultFile, ResultsError, load_results
 from pytest_accel.verdict import Observation, Outcome, VerdictPolicy, judge_time
@@ -43,7 +43,7 @@ def cmd_report(options: argparse.Namespace) -> int:
         for key in sorted({key for f in files for key in f.measurements}):
             values = [f.measurements[key].items_per_second if key in f.measurements else float("nan") for f in files]
             unit = next(f.measurements[key].unit for f in files if key in f.measurements)
-            png = plot_png(key[0], {"items/s": values}, [f.device_key for f in files], f"{unit}/s", bars=True)
+            png = plot_png(key[0], {"items/s": values}, column_labels(files), f"{unit}/s", bars=True)
             sections.append((key[0] if key[1] == "throughput" else f"{key[0]} [{key[1]}]", "", [png]))
         _write(options.html, html_page("pytest-accel report", sections))
     return 0

@@ -29,14 +29,14 @@ def cross_device_rows(files: Sequence[ResultFile], reference: str | None) -> tup
 
     The shape of the studies' tables ("Gaudi 2 1.5x H100 at batch 16").
     """
-    devices = [f.device_key for f in files]
+    devices = column_labels(files)
     keys = sorted({key for f in files for key in f.measurements})
     header = ["test", *devices]
     others = [d for d in devices if d != reference] if reference in devices else []
     header += [f"{d} / {reference}" for d in others]
     rows = []
     for key in keys:
-        rates = {f.device_key: f.measurements[key] for f in files if key in f.measurements}
+        rates = {label: f.measurements[key] for label, f in zip(devices, files, strict=True) if key in f.measurements}
         row = [_name(key)]
         for device in devices:
             m = rates.get(device)
@@ -47,6 +47,12 @@ def cross_device_rows(files: Sequence[ResultFile], reference: str | None) -> tup
             row.append(f"{mine.items_per_second / theirs.items_per_second:.2f}x" if ok else "-")  # type: ignore[union-attr]
         rows.append(row)
     return header, rows
+
+
+def column_labels(files: Sequence[ResultFile]) -> list[str]:
+    """One label per file: its device key, with the file name added where two files share a key."""
+    keys = [f.device_key for f in files]
+    return [key if keys.count(key) == 1 else f"{key} ({f.path.stem})" for key, f in zip(keys, files, strict=True)]
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
