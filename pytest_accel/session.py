@@ -178,7 +178,8 @@ class AccelSession:
             confirmations,
             gate_memory=device.exact_peak_memory,
         )
-        may_spawn = self.fresh_confirmation and self.world is None and not in_fresh_process()
+        # Not when recording (nothing fails then), not under torchrun, not from a confirmation child.
+        may_spawn = self.fresh_confirmation and not self.update and self.world is None and not in_fresh_process()
         if gate.time.outcome is Outcome.REGRESSED and may_spawn:
             fresh = confirm_in_fresh_process(item.nodeid, measurement.name, self.config.rootpath, self._child_options())
             gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh))

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from workloads.images import IMAGE_SIDE
+from workloads.training import finish_step
 
 if TYPE_CHECKING:
     import torch
@@ -106,10 +107,6 @@ def train_step(model: Any, device: Device) -> Callable[[dict[str, torch.Tensor]]
             device=inputs["pixel_values"].device,
         )
         loss = model(**inputs, pixel_mask=pixel_mask, return_loss=True).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        device.mark_step()
-        return loss.detach()
+        return finish_step(loss, optimizer, device)
 
     return step

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
+from workloads.training import finish_step
+
 if TYPE_CHECKING:
     import torch
 
@@ -102,11 +104,7 @@ def train_step(model: Any, input_ids: torch.Tensor, device: Device) -> Any:
     def step() -> torch.Tensor:
         with precision:
             loss = model(input_ids=input_ids, labels=input_ids).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        device.mark_step()
-        return loss.detach()
+        return finish_step(loss, optimizer, device)
 
     return step
 

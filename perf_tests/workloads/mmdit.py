@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, final
 
+from workloads.training import finish_step
+
 if TYPE_CHECKING:
     import torch
 
@@ -225,12 +227,7 @@ def train_step(
         target = noise - batch.latents  # the velocity the flow must predict
         with autocast(device):
             prediction = model(noisy, batch.text, batch.pooled, sigma * 1000, return_dict=False)[0]
-        loss = F.mse_loss(prediction.float(), target.float())
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        device.mark_step()  # HPU lazy mode: the step's graph ends here
-        return loss.detach()
+        return finish_step(F.mse_loss(prediction.float(), target.float()), optimizer, device)
 
     return step
 
