@@ -68,7 +68,9 @@ def test_require_baseline_fails_new_measurements(perf_pytester: pytest.Pytester)
 def test_unchanged_code_passes_against_its_baseline(recorded: pytest.Pytester) -> None:
     result = recorded.runpytest(*OPTIONS)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*test_sleep *unchanged*"])
+    # Unchanged, or "noisy" when this shared VM hiccups during the run: never a regression.
+    result.stdout.re_match_lines([r".*test_sleep .*(unchanged|noisy).*"])
+    result.stdout.no_fnmatch_line("*regressed*")
 
 
 def test_a_slowdown_fails_its_own_test_with_the_figures(recorded: pytest.Pytester) -> None:
