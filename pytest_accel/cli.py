@@ -15,7 +15,9 @@ from pytest_accel.baselines import BaselineError, BaselineStore
 from pytest_accel.history import change_points
 from pytest_accel.pages import column_labels, cross_device_rows, html_page, html_table, markdown_table, plot_png
 from pytest_accel.report import format_rate
+from pytest_accel.result import Measurement
 from pytest_accel.results import ResultFile, ResultsError, load_results
+from pytest_accel.stats import median
 from pytest_accel.verdict import Observation, Outcome, VerdictPolicy, judge_time
 
 __all__ = ["main"]
@@ -104,11 +106,8 @@ def cmd_history(options: argparse.Namespace) -> int:
     return 0
 
 
-def _figure(measurement: object) -> float:
-    from pytest_accel.result import Measurement
-    from pytest_accel.stats import median
-
-    assert isinstance(measurement, Measurement)
+def _figure(measurement: Measurement) -> float:
+    """The figure a verdict compares: time relative to the reference kernel, else seconds per call."""
     return median(measurement.normalized_samples or measurement.samples)
 
 

@@ -9,25 +9,17 @@ from pathlib import Path
 __all__ = ["git_commit", "run_provenance"]
 
 
+def _git(folder: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=folder, capture_output=True, text=True, timeout=10, check=True
+    ).stdout.strip()
+
+
 def git_commit(folder: Path) -> str:
     """The checked-out commit of ``folder`` (with ``+dirty`` for local changes), or ``unknown``."""
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
+        commit = _git(folder, "rev-parse", "--short=12", "HEAD")
+        dirty = _git(folder, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{commit}+dirty" if dirty else commit
