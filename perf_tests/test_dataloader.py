@@ -1,20 +1,30 @@
-"""The BridgeTower data path: samples/s with DataLoader workers 0, 1, 2, and with device-side JPEG decode."""
+"""The BridgeTower data path: samples/s with DataLoader workers 0, 1, 2, and with JPEG decode on the device.
+
+Device decode is nvJPEG (torchvision) on CUDA and Habana's media pipeline on Gaudi; elsewhere, or
+when the library is missing, those variants skip with the reason. ``pytest-accel report --pivot
+workers`` lays the results out as the study's table: a row per device, a column per loader.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from workloads import bridgetower, images
+from workloads import bridgetower, device_decode, images
 
 from pytest_accel.devices.base import Device
 
 pytest.importorskip("PIL", reason="the data path decodes JPEGs with Pillow (pip install 'pytest-accel[models]')")
 pytest.importorskip("transformers", reason="BridgeTower needs transformers (pip install 'pytest-accel[models]')")
 
-WORKERS = (0, 1, 2)
+DEVICE_DECODE = "device decode"
+# The study's columns: DataLoader workers 0 / 1 / 2 decoding with Pillow, then JPEG decode on the device.
+LOADERS = (0, 1, 2, pytest.param(DEVICE_DECODE, id="device-decode"))
 
 
 def _sizes(profile: str) -> tuple[int, int]:
@@ -37,55 +47,57 @@ def no_orphan_workers() -> Any:
     assert not alive, f"DataLoader workers survived the test: {alive}"
 
 
-@pytest.mark.parametrize("workers", WORKERS)
-def test_data_path(throughput: Any, accel_profile: str, jpeg_dataset: images.JpegCaptionDataset, workers: int) -> None:
-    """Decode + resize + crop + normalise + collate, fed by a real DataLoader: samples/s."""
+@contextlib.contextmanager
+def batches(
+    dataset: images.JpegCaptionDataset, batch: int, loader: int | str, device: Device, workdir: Path
+) -> Iterator[Callable[[], dict[str, torch.Tensor]]]:
+    """``next_batch()`` from a DataLoader with ``loader`` workers, or decoded on the device (skips with the reason)."""
+    if loader != DEVICE_DECODE:
+        with bridgetower.loader_batches(dataset, batch, int(loader)) as next_batch:
+            yield next_batch
+        return
+    reason = device_decode.unavailable_reason(device)
+    if reason is not None:
+        pytest.skip(reason)
+    with device_decode.device_decode_batches(dataset.samples, batch, dataset.vocab, device, workdir) as next_batch:
+        yield next_batch
+
+
+@pytest.mark.parametrize("workers", LOADERS)
+def test_data_path(
+    throughput: Any,
+    accel_device: Device,
+    accel_profile: str,
+    jpeg_dataset: images.JpegCaptionDataset,
+    workers: int | str,
+    tmp_path: Path,
+) -> None:
+    """Decode + resize + crop + normalise + collate (or the device's decode): samples/s."""
     _, batch = _sizes(accel_profile)
-    with bridgetower.loader_batches(jpeg_dataset, batch, workers) as next_batch:
+    with batches(jpeg_dataset, batch, workers, accel_device, tmp_path) as next_batch:
+        sample = next_batch()["pixel_values"]
+        assert sample.shape == (batch, 3, images.IMAGE_SIDE, images.IMAGE_SIDE)
         result = throughput(lambda: next_batch()["pixel_values"], items=batch, unit="samples", workers=workers)
     assert result.disabled or result.items_per_second > 0
 
 
-@pytest.mark.parametrize("workers", WORKERS)
+@pytest.mark.parametrize("workers", LOADERS)
 def test_contrastive_training_end_to_end(
-    throughput: Any, accel_device: Device, accel_profile: str, jpeg_dataset: images.JpegCaptionDataset, workers: int
+    throughput: Any,
+    accel_device: Device,
+    accel_profile: str,
+    jpeg_dataset: images.JpegCaptionDataset,
+    workers: int | str,
+    tmp_path: Path,
 ) -> None:
-    """Loader + BridgeTower contrastive training step: the samples/s the study's table reports."""
+    """Loader (or device decode) + BridgeTower contrastive training step: the samples/s of the study's table."""
     if accel_profile == "full" and accel_device.kind == "cpu":
         pytest.skip("the full profile (BridgeTower-large, 866 M parameters) needs an accelerator")
     _, batch = _sizes(accel_profile)
     model = bridgetower.build(accel_profile, accel_device)
     step = bridgetower.train_step(model, accel_device)
-    with bridgetower.loader_batches(jpeg_dataset, batch, workers) as next_batch:
+    with batches(jpeg_dataset, batch, workers, accel_device, tmp_path) as next_batch:
         result = throughput(lambda: step(next_batch()), items=batch, unit="samples", workers=workers)
-    assert result.disabled or result.items_per_second > 0
-
-
-def test_data_path_device_decode(throughput: Any, accel_device: Device, accel_profile: str) -> None:
-    """JPEG decode on the device: nvJPEG through torchvision on CUDA; Habana's media pipeline on Gaudi."""
-    if accel_device.kind == "hpu":
-        pytest.skip("Habana media-pipeline decode is not implemented in this suite yet (see README: gaps)")
-    if accel_device.kind != "cuda":
-        pytest.skip(f"device-side JPEG decode needs CUDA (nvJPEG) or Gaudi (media pipeline), not {accel_device.kind}")
-    io = pytest.importorskip("torchvision.io", reason="CUDA JPEG decode needs torchvision")
-    _, batch = _sizes(accel_profile)
-    encoded = [torch.frombuffer(bytearray(jpeg), dtype=torch.uint8) for jpeg, _ in images.make_jpegs(batch)]
-    mean = torch.tensor(images.CLIP_MEAN, device=accel_device.torch_device()).view(1, 3, 1, 1)
-    std = torch.tensor(images.CLIP_STD, device=accel_device.torch_device()).view(1, 3, 1, 1)
-
-    def decode_batch() -> torch.Tensor:
-        decoded = io.decode_jpeg(encoded, device=accel_device.torch_device())
-        side = images.IMAGE_SIDE
-        resized = []
-        for image in decoded:
-            scale = side / min(image.shape[-2:])
-            size = (max(side, round(image.shape[-2] * scale)), max(side, round(image.shape[-1] * scale)))
-            full = torch.nn.functional.interpolate(image[None].float(), size=size, mode="bicubic", align_corners=False)
-            top, left = (size[0] - side) // 2, (size[1] - side) // 2
-            resized.append(full[..., top : top + side, left : left + side])
-        return (torch.cat(resized) / 255 - mean) / std
-
-    result = throughput(decode_batch, items=batch, unit="samples", workers="device")
     assert result.disabled or result.items_per_second > 0
 
 
