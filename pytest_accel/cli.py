@@ -13,7 +13,15 @@ from pathlib import Path
 
 from pytest_accel.baselines import BaselineError, BaselineStore
 from pytest_accel.history import change_points
-from pytest_accel.pages import column_labels, cross_device_rows, html_page, html_table, markdown_table, plot_png
+from pytest_accel.pages import (
+    column_labels,
+    cross_device_rows,
+    html_page,
+    html_table,
+    markdown_table,
+    pivot_rows,
+    plot_png,
+)
 from pytest_accel.report import format_rate
 from pytest_accel.result import Measurement
 from pytest_accel.results import ResultFile, ResultsError, load_results
@@ -37,11 +45,21 @@ def cmd_report(options: argparse.Namespace) -> int:
     """Cross-device table (Markdown on stdout), optionally an HTML page with a plot per test."""
     files = _load_all(options.results)
     header, rows = cross_device_rows(files, options.reference)
+    pivots = []
+    for label in options.pivot:
+        try:
+            pivots.append((label, *pivot_rows(files, label)))
+        except ValueError as error:
+            print(f"pytest-accel report: --pivot {label}: {error}", file=sys.stderr)
+            return 2
     text = markdown_table(header, rows)
+    for label, pivot_header, pivot in pivots:
+        text += f"\n### By {label}\n\n" + markdown_table(pivot_header, pivot)
     print(text)
     _write(options.markdown, text)
     if options.html is not None:
         sections: list[tuple[str, str, Sequence[str]]] = [("Throughput by device", html_table(header, rows), [])]
+        sections += [(f"By {label}", html_table(h, r), []) for label, h, r in pivots]
         for key in sorted({key for f in files for key in f.measurements}):
             values = [f.measurements[key].items_per_second if key in f.measurements else float("nan") for f in files]
             unit = next(f.measurements[key].unit for f in files if key in f.measurements)
@@ -136,6 +154,13 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--reference", help="device key the ratios are relative to")
     report.add_argument("--markdown", type=Path)
     report.add_argument("--html", type=Path)
+    report.add_argument(
+        "--pivot",
+        action="append",
+        default=[],
+        metavar="LABEL",
+        help="also a table with a column per value of this throughput() keyword (e.g. workers); repeatable",
+    )
     report.set_defaults(run=cmd_report)
     compare = commands.add_parser("compare", help="verdicts of B against A (exit 1 on a regression)")
     compare.add_argument("a", type=Path)

@@ -14,7 +14,7 @@ from pytest_accel.report import format_rate, percent_of_peak
 from pytest_accel.result import Measurement
 from pytest_accel.results import ResultFile
 
-__all__ = ["cross_device_rows", "html_page", "markdown_table", "plot_png"]
+__all__ = ["cross_device_rows", "html_page", "markdown_table", "pivot_rows", "plot_png"]
 
 Key = tuple[str, str]
 
@@ -47,6 +47,46 @@ def cross_device_rows(files: Sequence[ResultFile], reference: str | None) -> tup
             row.append(f"{mine.items_per_second / theirs.items_per_second:.2f}x" if ok else "-")  # type: ignore[union-attr]
         rows.append(row)
     return header, rows
+
+
+def pivot_rows(files: Sequence[ResultFile], label: str) -> tuple[list[str], list[list[str]]]:
+    """The studies' table shape: a row per test and device, a column per value of one measurement label.
+
+    ``label`` is a keyword the test passed to ``throughput`` (``workers=2``), stored in the result's
+    ``extra``. Rows group the measurements that differ only in that label: the same test function and
+    metric, and the same values of the test's other labels. Raises ``ValueError`` when no measurement
+    carries the label (a misspelt ``--pivot`` should not print an empty table).
+    """
+    devices = column_labels(files)
+    cells: dict[str, dict[str, dict[Any, str]]] = {}  # group -> device -> label value -> cell
+    values: set[Any] = set()
+    for device, f in zip(devices, files, strict=True):
+        for (test, metric), m in f.measurements.items():
+            if label not in m.extra:
+                continue
+            value = m.extra[label]
+            values.add(value)
+            group = _group(test, metric, m.extra, label)
+            rate = "disabled" if m.disabled else f"{format_rate(m.items_per_second)} {m.unit}/s"
+            cells.setdefault(group, {}).setdefault(device, {})[value] = rate
+    if not values:
+        raise ValueError(f"no measurement carries the label {label!r} (a keyword passed to throughput)")
+    ordered = sorted(values, key=lambda v: (0, v, "") if isinstance(v, int | float) else (1, 0, str(v)))
+    header = ["test", "device", *(f"{label} {v}" if isinstance(v, int | float) else str(v) for v in ordered)]
+    rows = [
+        [group, device, *(by_device[device].get(v, "-") for v in ordered)]
+        for group, by_device in sorted(cells.items())
+        for device in devices
+        if device in by_device
+    ]
+    return header, rows
+
+
+def _group(test: str, metric: str, extra: Mapping[str, Any], label: str) -> str:
+    """``test_fn [metric] (other=labels)``: the test function without its parameter id, and its other labels."""
+    name = _name((test.split("[", 1)[0], metric))
+    others = [f"{k}={v}" for k, v in sorted(extra.items()) if k != label and isinstance(v, str | int | bool)]
+    return name + (f" ({', '.join(others)})" if others else "")
 
 
 def column_labels(files: Sequence[ResultFile]) -> list[str]:

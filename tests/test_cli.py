@@ -75,6 +75,50 @@ def test_report_makes_a_cross_device_table_and_html(
     assert text.startswith("<!doctype html>") and text.count("data:image/png;base64,") == 2
 
 
+LOADER_WORKLOAD = """
+import time
+import pytest
+
+@pytest.mark.parametrize("workers", [2, 0, "device decode"])
+def test_loader(throughput, workers):
+    throughput(lambda: time.sleep(0.001), items=8, unit="samples", workers=workers)
+
+def test_unlabelled(throughput):
+    throughput(lambda: time.sleep(0.001), items=1, unit="naps")
+"""
+
+
+def test_report_pivots_a_label_into_columns(
+    perf_pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--pivot workers``: the study's table, a row per device, a column per loader, numbers first, in order."""
+    perf_pytester.makepyfile(test_loader=LOADER_WORKLOAD)
+    perf_pytester.runpytest("--device", "cpu", "--accel-json", "a.json", *FAST_OPTIONS).assert_outcomes(passed=4)
+    cpu = perf_pytester.path / "a.json"
+    gaudi = as_other_device(cpu, "hpu-gaudi2")
+    page = tmp_path / "report.html"
+    capsys.readouterr()
+    assert main(["report", str(cpu), str(gaudi), "--pivot", "workers", "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("### By workers") :].splitlines()
+    assert table[2] == "| test | device | workers 0 | workers 2 | device decode |"
+    rows = [line for line in table if line.startswith("| test_loader.py::test_loader |")]
+    devices = [row.split(" | ")[1] for row in rows]
+    assert len(devices) == 2 and devices[0].startswith("cpu-") and devices[1] == "hpu-gaudi2"
+    assert all(row.count("samples/s") == 3 for row in rows)
+    assert "test_unlabelled" not in "\n".join(table)
+    assert "<h2>By workers</h2>" in page.read_text()
+
+
+def test_report_pivot_on_a_missing_label_is_an_error(
+    results: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, _ = results
+    capsys.readouterr()
+    assert main(["report", str(a), "--pivot", "wokers"]) == 2
+    assert "--pivot wokers: no measurement carries the label 'wokers'" in capsys.readouterr().err
+
+
 def test_history_finds_the_night_a_slowdown_appeared(
     perf_pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
