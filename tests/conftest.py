@@ -8,6 +8,13 @@ import pytest
 # extension in the next run segfaults. Importing it here keeps it loaded for the whole session.
 import torch  # noqa: F401
 
+try:  # Same for Pillow's format registry: filled once, here, not inside a run that pytester then unloads.
+    from PIL import Image
+
+    Image.init()
+except ImportError:
+    pass
+
 # A perf test file for pytester runs: a tiny matmul, measured with small budgets.
 PERF_TEST = """
 import pytest
