@@ -6,7 +6,10 @@ separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_be
 
     warm-up:   call fn, timing each call, until the last WARMUP_WINDOW timings agree within
                SETTLE_TOLERANCE (first calls that compile, autotune, capture graphs or grow the
-               allocator fall out), or the warm-up budget is spent (then the result says so)
+               allocator fall out), or the warm-up budget is spent (then the result says so).
+               The budget counts the calls after the first, and is only spent once a whole
+               window of them ran: a first call that compiles for a minute, or calls of
+               seconds each (a 30-step inference), still get their chance to settle
     calibrate: per-call estimate = median of the settled window;
                calls_per_round = ceil(round_seconds / estimate)
                rounds = clamp(measure_seconds / (calls_per_round * estimate), min_rounds, max_rounds)
@@ -139,9 +142,10 @@ def _warm_up(
             centre = median(window)
             if all(abs(t - centre) <= config.settle_tolerance * centre for t in window):
                 return times, True, time.perf_counter() - began
-        spent = time.perf_counter() - began
-        if spent >= config.warmup_max_seconds or len(times) >= config.warmup_max_calls:
-            return times, False, spent
+        after_first = times[1:]
+        budget_spent = len(after_first) >= config.warmup_window and sum(after_first) >= config.warmup_max_seconds
+        if budget_spent or len(times) >= config.warmup_max_calls:
+            return times, False, time.perf_counter() - began
 
 
 def measure(

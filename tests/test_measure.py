@@ -57,6 +57,27 @@ def test_compiling_first_calls_stay_out_of_the_figure() -> None:
     assert result.items_per_second == pytest.approx(8000)
 
 
+@pytest.mark.parametrize("steady", [0.001, 0.9, 5.0], ids=["1ms", "0.9s", "5s"])
+def test_a_first_call_beyond_the_warmup_budget_still_settles(steady: float) -> None:
+    """A minute of compilation in the first call, then steady calls (up to 5 s each, past the 3 s budget)."""
+    clock = FakeClock()
+    _, fn = workload(clock, iter([60.0, *([steady] * 100_000)]))
+    config = MeasureConfig(warmup_max_seconds=3.0, measure_seconds=0.1, round_seconds=0.01, min_rounds=3)
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="images", config=config)
+    assert result.warmup_settled
+    assert result.warmup_calls == 4  # the compiling call + a window of 3
+    assert result.seconds_per_call == pytest.approx(steady)
+
+
+def test_slow_unsteady_calls_stop_warming_up_after_a_window_past_the_budget() -> None:
+    clock = FakeClock()
+    _, fn = workload(clock, iter([60.0, *([1.0, 2.0] * 100_000)]))
+    config = MeasureConfig(warmup_max_seconds=3.0, measure_seconds=0.1, round_seconds=0.01, min_rounds=3)
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=config)
+    assert not result.warmup_settled
+    assert result.warmup_calls == 4  # 1 + 3 calls after the first (4 s of them) spend the 3 s budget
+
+
 def test_calls_per_round_and_rounds_follow_the_budgets() -> None:
     clock = FakeClock()
     _, fn = workload(clock, constant(0.001))
