@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONFIGS",
+    "GRAPH_MODES",
     "INFERENCE_STEPS",
     "PROCESSORS",
     "MMDiTConfig",
@@ -134,6 +135,46 @@ def processor_unavailable(name: str, device: Device) -> str | None:
         if importlib.util.find_spec("optimum.habana") is None:
             return "optimum-habana is not installed (pip install 'pytest-accel[hpu]')"
     return None
+
+
+# How the transformer is run: eagerly, compiled (inductor; Habana's "hpu_backend" on Gaudi), as CUDA
+# graphs (torch.compile's "reduce-overhead"), or as HPU graphs (habana_frameworks' wrap_in_hpu_graph).
+GRAPH_MODES = ("eager", "compile", "cuda-graphs", "hpu-graphs")
+
+
+def graph_mode_unavailable(mode: str, device: Device) -> str | None:
+    """Why ``mode`` cannot run on ``device`` in this process, or None."""
+    from pytest_accel.devices.hpu import lazy_mode
+
+    if mode not in GRAPH_MODES:
+        raise ValueError(f"unknown graph mode {mode!r}; choose one of {', '.join(GRAPH_MODES)}")
+    if mode == "compile" and device.kind == "hpu" and lazy_mode():
+        return "torch.compile on Gaudi needs PT_HPU_LAZY_MODE=0; this process runs the bridge in lazy mode"
+    if mode == "cuda-graphs" and device.kind != "cuda":
+        return f"CUDA graphs (torch.compile mode='reduce-overhead') need CUDA, not {device.kind}"
+    if mode == "hpu-graphs":
+        if device.kind != "hpu":
+            return f"HPU graphs (wrap_in_hpu_graph) need Gaudi, not {device.kind}"
+        if not lazy_mode():
+            return "HPU graphs (wrap_in_hpu_graph) need the bridge's lazy mode (PT_HPU_LAZY_MODE=1)"
+    return None
+
+
+def with_graphs(model: Any, mode: str, device: Device) -> Any:
+    """``model`` run as ``mode`` asks; compilation and graph capture happen at the first call (warm-up)."""
+    import importlib
+
+    import torch
+
+    if mode == "eager":
+        return model
+    if mode == "compile":
+        return torch.compile(model, backend="hpu_backend" if device.kind == "hpu" else "inductor")
+    if mode == "cuda-graphs":
+        return torch.compile(model, mode="reduce-overhead")
+    if mode == "hpu-graphs":
+        return importlib.import_module("habana_frameworks.torch.hpu").wrap_in_hpu_graph(model)
+    raise ValueError(f"unknown graph mode {mode!r}; choose one of {', '.join(GRAPH_MODES)}")
 
 
 def build_block(config: MMDiTConfig, device: Device, dtype: torch.dtype) -> Any:
