@@ -119,7 +119,10 @@ def _resize_crop(image: torch.Tensor) -> torch.Tensor:
 
     scale = IMAGE_SIDE / min(image.shape[-2:])
     size = (max(IMAGE_SIDE, round(image.shape[-2] * scale)), max(IMAGE_SIDE, round(image.shape[-1] * scale)))
-    full = torch.nn.functional.interpolate(image[None].float(), size=size, mode="bicubic", align_corners=False)
+    # antialias: Pillow's bicubic filters over the source pixels when shrinking; a plain bicubic would alias.
+    full = torch.nn.functional.interpolate(
+        image[None].float(), size=size, mode="bicubic", align_corners=False, antialias=True
+    )
     top, left = (size[0] - IMAGE_SIDE) // 2, (size[1] - IMAGE_SIDE) // 2
     return full[..., top : top + IMAGE_SIDE, left : left + IMAGE_SIDE]
 
