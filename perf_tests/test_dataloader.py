@@ -47,6 +47,11 @@ def no_orphan_workers() -> Any:
     assert not alive, f"DataLoader workers survived the test: {alive}"
 
 
+def _skip_unless_decodable(loader: int | str, device: Device) -> None:
+    if loader == DEVICE_DECODE and (reason := device_decode.unavailable_reason(device)) is not None:
+        pytest.skip(reason)
+
+
 @contextlib.contextmanager
 def batches(
     dataset: images.JpegCaptionDataset, batch: int, loader: int | str, device: Device, workdir: Path
@@ -56,9 +61,7 @@ def batches(
         with bridgetower.loader_batches(dataset, batch, int(loader)) as next_batch:
             yield next_batch
         return
-    reason = device_decode.unavailable_reason(device)
-    if reason is not None:
-        pytest.skip(reason)
+    _skip_unless_decodable(loader, device)
     with device_decode.device_decode_batches(dataset.samples, batch, dataset.vocab, device, workdir) as next_batch:
         yield next_batch
 
@@ -93,6 +96,7 @@ def test_contrastive_training_end_to_end(
     """Loader (or device decode) + BridgeTower contrastive training step: the samples/s of the study's table."""
     if accel_profile == "full" and accel_device.kind == "cpu":
         pytest.skip("the full profile (BridgeTower-large, 866 M parameters) needs an accelerator")
+    _skip_unless_decodable(workers, accel_device)  # before building the model
     _, batch = _sizes(accel_profile)
     model = bridgetower.build(accel_profile, accel_device)
     step = bridgetower.train_step(model, accel_device)

@@ -55,18 +55,27 @@ def pivot_rows(files: Sequence[ResultFile], label: str) -> tuple[list[str], list
     ``label`` is a keyword the test passed to ``throughput`` (``workers=2``), stored in the result's
     ``extra``. Rows group the measurements that differ only in that label: the same test function and
     metric, and the same values of the test's other labels. Raises ``ValueError`` when no measurement
-    carries the label (a misspelt ``--pivot`` should not print an empty table).
+    carries the label (a misspelt ``--pivot`` should not print an empty table), or when two tests
+    would share a cell because they differ in a parameter the test did not pass as a label.
     """
     devices = column_labels(files)
     cells: dict[str, dict[str, dict[Any, str]]] = {}  # group -> device -> label value -> cell
+    owners: dict[tuple[str, str, Any], str] = {}  # which test filled a cell: two must not share one
     values: set[Any] = set()
     for device, f in zip(devices, files, strict=True):
-        for (test, metric), m in f.measurements.items():
+        for (test, metric), m in sorted(f.measurements.items()):
             if label not in m.extra:
                 continue
-            value = m.extra[label]
-            values.add(value)
+            raw = m.extra[label]
+            value = raw if isinstance(raw, str | int | float) else repr(raw)
             group = _group(test, metric, m.extra, label)
+            other = owners.setdefault((group, device, value), test)
+            if other != test:
+                raise ValueError(
+                    f"{other} and {test} differ in a parameter that is not a throughput() label, so they would "
+                    f"share one cell of the {label!r} table: pass that parameter to throughput() as well"
+                )
+            values.add(value)
             rate = "disabled" if m.disabled else f"{format_rate(m.items_per_second)} {m.unit}/s"
             cells.setdefault(group, {}).setdefault(device, {})[value] = rate
     if not values:

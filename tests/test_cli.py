@@ -119,6 +119,26 @@ def test_report_pivot_on_a_missing_label_is_an_error(
     assert "--pivot wokers: no measurement carries the label 'wokers'" in capsys.readouterr().err
 
 
+def test_report_pivot_refuses_to_merge_tests_that_differ_in_an_unlabelled_parameter(
+    perf_pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    perf_pytester.makepyfile(
+        test_steps="""
+import time
+import pytest
+
+@pytest.mark.parametrize("kernel", ["a", "b"])
+def test_steps(throughput, kernel):
+    throughput(lambda: time.sleep(0.001), items=1, unit="images", steps=30)
+"""
+    )
+    perf_pytester.runpytest("--device", "cpu", "--accel-json", "s.json", *FAST_OPTIONS).assert_outcomes(passed=2)
+    capsys.readouterr()
+    assert main(["report", str(perf_pytester.path / "s.json"), "--pivot", "steps"]) == 2
+    err = capsys.readouterr().err
+    assert "test_steps[a] and " in err and "test_steps[b] differ in a parameter" in err
+
+
 def test_history_finds_the_night_a_slowdown_appeared(
     perf_pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

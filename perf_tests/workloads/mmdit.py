@@ -144,12 +144,16 @@ GRAPH_MODES = ("eager", "compile", "cuda-graphs", "hpu-graphs")
 
 def graph_mode_unavailable(mode: str, device: Device) -> str | None:
     """Why ``mode`` cannot run on ``device`` in this process, or None."""
+    import shutil
+
     from pytest_accel.devices.hpu import lazy_mode
 
     if mode not in GRAPH_MODES:
         raise ValueError(f"unknown graph mode {mode!r}; choose one of {', '.join(GRAPH_MODES)}")
     if mode == "compile" and device.kind == "hpu" and lazy_mode():
         return "torch.compile on Gaudi needs PT_HPU_LAZY_MODE=0; this process runs the bridge in lazy mode"
+    if mode == "compile" and device.kind == "cpu" and not any(map(shutil.which, ("c++", "g++", "clang++"))):
+        return "torch.compile (inductor) on the CPU needs a C++ compiler (c++, g++ or clang++ on PATH)"
     if mode == "cuda-graphs" and device.kind != "cuda":
         return f"CUDA graphs (torch.compile mode='reduce-overhead') need CUDA, not {device.kind}"
     if mode == "hpu-graphs":

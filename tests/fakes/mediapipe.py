@@ -152,6 +152,11 @@ class MediaConst(_Op):
     KWARGS = frozenset({"data", "shape", "dtype", "device"})
     REQUIRED = frozenset({"data", "shape", "dtype"})
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not isinstance(kwargs["data"], np.ndarray):  # documented type: "Numpy array"
+            raise TypeError(f"MediaConst data must be a numpy array, not {type(kwargs['data']).__name__}")
+
     def evaluate(self, pipe: Any) -> np.ndarray:
         return np.asarray(self.kwargs["data"], dtype=np.float32).reshape(self.kwargs["shape"][::-1])
 
@@ -209,6 +214,9 @@ class FakeMediaPipe:
     def definegraph(self) -> Any:
         raise NotImplementedError("a MediaPipe subclass defines its graph")
 
+    def close(self) -> None:
+        self.calls.append("MediaPipe.close")
+
     def build(self) -> None:
         graph = self.definegraph()
         self._outputs = graph if isinstance(graph, tuple) else (graph,)
@@ -249,9 +257,16 @@ class FakeMediaPipe:
 
 
 class HPUGenericPytorchIterator:
-    """Builds the pipe; ``iter()`` starts an epoch; ``next()`` runs it and returns a list of tensors."""
+    """Builds the pipe; ``iter()`` starts an epoch; ``next()`` runs it and returns a list of tensors.
+
+    As the real one, it registers ``pipe.close`` to run at exit (``EXIT_DELETERS`` here): dropping
+    the iterator does not close the pipe.
+    """
+
+    EXIT_DELETERS: ClassVar[list[Any]] = []
 
     def __init__(self, mediapipe: FakeMediaPipe) -> None:
+        self.EXIT_DELETERS.append(mediapipe.close)
         mediapipe.build()
         self.pipe = mediapipe
 
@@ -282,6 +297,7 @@ def _module(name: str, **attributes: Any) -> ModuleType:
 def install_fake_mediapipe(monkeypatch: pytest.MonkeyPatch) -> type[FakeMediaPipe]:
     """Put a fake ``habana_frameworks.mediapipe`` into ``sys.modules`` for one test; returns the pipe class."""
     FakeMediaPipe.calls = []
+    HPUGenericPytorchIterator.EXIT_DELETERS = []
     fn = _module(
         "habana_frameworks.mediapipe.fn",
         ReadImageDatasetFromDir=ReadImageDatasetFromDir,
