@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from pytest_accel.devices.base import Device
 
-__all__ = ["device_decode_batches", "media_pipe_batches", "nvjpeg_batches", "unavailable_reason"]
+__all__ = ["device_decode_batches", "media_pipe_batches", "nvjpeg_batches", "unavailable_reason", "write_jpegs"]
 
 Batch = dict[str, "torch.Tensor"]
 # Batches the media pipeline prepares ahead of the one being consumed (optimum-habana's queue_depth).
