@@ -13,7 +13,7 @@ from tests.conftest import FAST_OPTIONS
 # "0.003" is 3x the work. CPU-bound on purpose: the verdict normalises by a matmul probe, which a
 # sleep would not track.
 SLEEPER = """
-import pathlib, torch
+import pathlib, pytest, torch
 
 a = torch.randn(128, 128)
 
@@ -25,6 +25,10 @@ def test_sleep(throughput):
         return out
     throughput(work, items=1, unit="naps")
 
+# A bystander, there to show that one test's slowdown fails that test only. Its own verdict is not what
+# these tests check, so it is judged at 2x: on the shared CI VM an unchanged kernel read +7.7% against a
+# recording made seconds before (confirmed in a fresh process), which at 5% would flip the outcome counts.
+@pytest.mark.perf(tolerance=1.0)
 def test_other(throughput):
     throughput(lambda: a @ a, items=1, unit="naps")
 """
@@ -141,7 +145,7 @@ def test_a_baseline_from_a_future_schema_is_refused(recorded: pytest.Pytester) -
 
 
 def test_stale_entries_are_listed_and_pruned(recorded: pytest.Pytester) -> None:
-    recorded.makepyfile(test_sleepy=SLEEPER.split("def test_other")[0])
+    recorded.makepyfile(test_sleepy=SLEEPER.split("# A bystander")[0])
     listed = recorded.runpytest(*OPTIONS, "--accel-stale")
     assert listed.ret == 0
     listed.stdout.fnmatch_lines(["*accel: stale: test_sleepy.py::test_other*"])
@@ -184,11 +188,13 @@ def test_a_regression_is_confirmed_in_a_fresh_process(recorded: pytest.Pytester)
 
 
 def test_a_slowdown_of_one_process_only_does_not_fail(recorded: pytest.Pytester) -> None:
-    # Slow in this process, normal in the confirmation child: a process-level effect, not a regression.
+    # Slow in this process, not slow in the confirmation child: a process-level effect, not a regression.
+    # The child does 7 matmuls where the baseline did 10, so the host drifting by +9% between the
+    # recording and the child (seen on the CI VM) still leaves it well short of a regression.
     recorded.makepyfile(
         test_sleepy=SLEEPER.replace(
             'reps = round(float(pathlib.Path("duration.txt").read_text()) * 10_000)',
-            'import os\n    reps = 10 if os.environ.get("PYTEST_ACCEL_CONFIRMING") else 30',
+            'import os\n    reps = 7 if os.environ.get("PYTEST_ACCEL_CONFIRMING") else 30',
         )
     )
     result = recorded.runpytest(*OPTIONS, "--accel-json", "out.json")
