@@ -2,6 +2,7 @@
 
 Only the calls listed in that module's docstring exist here, with the signatures of Habana's documented
 API, so a backend that calls anything else fails with ``AttributeError`` instead of passing by accident.
+One more is the suite's own: ``hpu.wrap_in_hpu_graph`` (``perf_tests/workloads/mmdit.py``, HPU graphs).
 Every call is appended, in order, to one shared log (``FakeHabana.calls``); events read a fake device
 clock in milliseconds that only ``FakeHabana.advance`` moves.
 """
@@ -133,6 +134,18 @@ class FakeHabana:
                     raise RuntimeError("Both events must be recorded before calculating elapsed time")
                 return end_event.recorded_ms - self.recorded_ms
 
+        def wrap_in_hpu_graph(module: Any, asynchronous: bool = False, disable_tensor_cache: bool = False) -> Any:
+            """The suite's call (HPU graphs for inference): replaces ``module.forward`` in place, as the real one."""
+            fake.calls.append("hpu.wrap_in_hpu_graph")
+            captured = module.forward
+
+            def replayed(*args: Any, **kwargs: Any) -> Any:
+                fake.calls.append("hpu_graph.replay")
+                return captured(*args, **kwargs)
+
+            module.forward = replayed
+            return module
+
         root = _module("habana_frameworks", package=True)
         torch_package = _module("habana_frameworks.torch", package=True)
         core = _module("habana_frameworks.torch.core", mark_step=mark_step)
@@ -146,6 +159,7 @@ class FakeHabana:
             reset_peak_memory_stats=reset_peak_memory_stats,
             memory_stats=memory_stats,
             get_device_name=get_device_name,
+            wrap_in_hpu_graph=wrap_in_hpu_graph,
         )
         utils = _module("habana_frameworks.torch.utils", package=True)
         experimental = _module(

@@ -1,0 +1,71 @@
+"""The suite's graph modes for MMDiT inference: which device runs which, and what each asks of it.
+
+``compile`` runs for real on the CPU in the suite; ``cuda-graphs`` and ``hpu-graphs`` need their
+hardware, so here their availability rules are checked, and HPU graphs through the Habana fake.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from fakes.habana import install_fake_habana
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf_tests"))
+
+from workloads import mmdit
+
+LAZY, EAGER = "1", "0"
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind", "lazy", "reason"),
+    [
+        ("eager", "cpu", LAZY, None),
+        ("compile", "cuda", LAZY, None),
+        ("compile", "hpu", EAGER, None),
+        ("compile", "hpu", LAZY, "needs PT_HPU_LAZY_MODE=0"),
+        ("cuda-graphs", "cuda", LAZY, None),
+        ("cuda-graphs", "cpu", LAZY, "need CUDA, not cpu"),
+        ("cuda-graphs", "hpu", LAZY, "need CUDA, not hpu"),
+        ("hpu-graphs", "hpu", LAZY, None),
+        ("hpu-graphs", "hpu", EAGER, "need the bridge's lazy mode"),
+        ("hpu-graphs", "cuda", LAZY, "need Gaudi, not cuda"),
+    ],
+)
+def test_which_device_runs_which_mode(
+    monkeypatch: pytest.MonkeyPatch, mode: str, kind: str, lazy: str, reason: str | None
+) -> None:
+    monkeypatch.setenv("PT_HPU_LAZY_MODE", lazy)
+    found = mmdit.graph_mode_unavailable(mode, SimpleNamespace(kind=kind))  # type: ignore[arg-type]
+    assert found is None if reason is None else (found is not None and reason in found), found
+
+
+def test_cpu_compile_without_a_compiler_skips_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    reason = mmdit.graph_mode_unavailable("compile", SimpleNamespace(kind="cpu"))  # type: ignore[arg-type]
+    assert reason is not None and "needs a C++ compiler" in reason
+
+
+def test_unknown_modes_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown graph mode 'graphs'; choose one of eager, compile"):
+        mmdit.graph_mode_unavailable("graphs", SimpleNamespace(kind="cpu"))  # type: ignore[arg-type]
+
+
+def test_hpu_graphs_wrap_the_model_through_habana(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``wrap_in_hpu_graph`` is called once, on the model, and the wrapped model computes the same."""
+    fake = install_fake_habana(monkeypatch)
+    model = torch.nn.Linear(4, 2)
+    x = torch.randn(3, 4)
+    expected = model(x)
+    wrapped = mmdit.with_graphs(model, "hpu-graphs", SimpleNamespace(kind="hpu"))  # type: ignore[arg-type]
+    assert torch.equal(wrapped(x), expected)
+    assert fake.calls == ["hpu.wrap_in_hpu_graph", "hpu_graph.replay"]
+
+
+def test_eager_is_the_model_itself() -> None:
+    model = torch.nn.Linear(4, 2)
+    assert mmdit.with_graphs(model, "eager", SimpleNamespace(kind="cpu")) is model  # type: ignore[arg-type]
