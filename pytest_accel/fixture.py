@@ -71,12 +71,16 @@ class Throughput:
         flops: float | None = None,
         bytes_moved: float | None = None,
         name: str = "throughput",
+        pipelined: bool = False,
         **extra: Any,
     ) -> Measurement:
         """Time ``fn`` (which processes ``items`` ``unit`` per call) on the device and record the result.
 
         ``flops`` and ``bytes_moved`` per call give TFLOP/s and bytes/s; ``name`` tells several
-        measurements of one test apart; ``extra`` is stored with the result.
+        measurements of one test apart; ``extra`` is stored with the result. ``pipelined=True`` when
+        ``fn`` consumes from background producers (DataLoader workers, a prefetching pipeline): rounds
+        then run back to back, with the reference-kernel rounds before them instead of in between
+        (pauses would let the producers catch up and inflate the figure).
         """
         workers = _xdist_workers(self._node.config)
         if workers:
@@ -95,7 +99,7 @@ class Throughput:
             return self._record(self._run_once(fn, unit, items, name, extra), None)
 
         def take() -> Measurement:
-            return self._measure(fn, items, unit, flops, bytes_moved, name, extra)
+            return self._measure(fn, items, unit, flops, bytes_moved, name, extra, pipelined)
 
         first = take()
         gate = self._session.judge(self._node, first, remeasure=take)
@@ -187,6 +191,7 @@ class Throughput:
         bytes_moved: float | None,
         name: str,
         extra: dict[str, Any],
+        pipelined: bool = False,
     ) -> Measurement:
         device = self._device
         failure: str | None = None
@@ -207,6 +212,7 @@ class Throughput:
                 device_key=device.key(),
                 config=self._config,
                 probe=self._probe,
+                pipelined=pipelined,
             )
         except MeasurementError as error:
             failure = f"{name}: {error}"
