@@ -256,7 +256,7 @@ def test_pipelined_measures_the_rate_the_producers_sustain() -> None:
         clock = FakeClock()
         loader = Prefetcher(clock, period=0.010, depth=4)
 
-        def probe() -> float:
+        def probe(clock: FakeClock = clock) -> float:
             clock.now += 0.010
             return 1.0
 
