@@ -17,6 +17,9 @@ separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_be
                sample = round time / calls_per_round  (seconds per call)
                with a probe (a fixed reference kernel), each workload round is followed by a probe
                round, so that sample / probe_sample cancels the machine's drift (see verdict.py)
+    pipelined: for a consumer of background producers (a DataLoader with workers), the estimate
+               comes from back-to-back blocks of 1, 2, 4, ... calls, and the probe rounds all run
+               first, so no pause between workload rounds lets the producers get ahead
     check:     the first and the last outputs are finite; every round time is finite and > 0
 
 One timer start/stop per round, not per call: on CUDA/HPU the events are recorded back to back
