@@ -142,6 +142,35 @@ def test_accel_json_holds_results_and_provenance(perf_pytester: pytest.Pytester)
     assert entry["figures"]["tflops"] > 0
 
 
+def test_pipelined_consumer_of_a_real_dataloader_is_measured(perf_pytester: pytest.Pytester) -> None:
+    """``pipelined=True`` over a DataLoader with a worker process: measured, normalisable, no stray label."""
+    perf_pytester.makepyfile(
+        """
+        import torch
+        from torch.utils.data import DataLoader
+
+        def test_loader(throughput):
+            loader = DataLoader(torch.arange(4096.0), batch_size=64, num_workers=1, persistent_workers=True)
+            batches = [iter(loader)]
+
+            def next_batch():
+                try:
+                    return next(batches[0])
+                except StopIteration:
+                    batches[0] = iter(loader)
+                    return next(batches[0])
+
+            m = throughput(next_batch, items=64, unit="samples", pipelined=True, workers=1)
+            assert m.items_per_second > 0 and len(m.probe_samples) == len(m.samples)
+            batches[0]._shutdown_workers()
+        """
+    )
+    result = perf_pytester.runpytest("--device", "cpu", "--accel-json", "out.json", *FAST_OPTIONS)
+    result.assert_outcomes(passed=1)
+    (entry,) = json.loads((perf_pytester.path / "out.json").read_text())["results"]
+    assert entry["extra"] == {"workers": 1}
+
+
 def test_figures_reach_benchmark_json_and_junit(perf_pytester: pytest.Pytester) -> None:
     perf_pytester.makepyfile(PERF_TEST)
     # In a subprocess: pytest-benchmark leaves its --benchmark-json file object open, which an
