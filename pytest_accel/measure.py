@@ -149,6 +149,8 @@ def _warm_up(
             centre = median(window)
             if all(abs(t - centre) <= config.settle_tolerance * centre for t in window):
                 return times, True, time.perf_counter() - began
+        # Decided on timer readings only: under torchrun every rank reads the same (slowest) times, so
+        # every rank stops warming up after the same call; a per-rank wall clock could disagree.
         after_first = times[1:]
         budget_spent = len(after_first) >= config.warmup_window and sum(after_first) >= config.warmup_max_seconds
         if budget_spent or len(times) >= config.warmup_max_calls:
