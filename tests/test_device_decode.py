@@ -70,6 +70,18 @@ def test_epochs_cycle_with_captions_in_step(
     assert pipe.calls[-2:] == ["HPUGenericPytorchIterator.__del__", "MediaPipe.close"], "the pipe outlived its test"
 
 
+def test_a_corrupt_jpeg_names_the_batch_it_is_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The media engine's own error names no sample: the workload says which files the failing batch read."""
+    install_fake_mediapipe(monkeypatch)
+    samples = images.make_jpegs(16)
+    jpeg, caption = samples[11]
+    samples[11] = (jpeg[: len(jpeg) // 3], caption)
+    with device_decode.media_pipe_batches(samples, 8, VOCAB, tmp_path) as next_batch:
+        next_batch()  # samples 0..7 decode
+        with pytest.raises(RuntimeError, match=r"the media pipeline failed on samples 8\.\.15 \(sample_000008\.jpg"):
+            next_batch()
+
+
 def test_partial_batches_are_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A last partial batch would depend on the reader's undocumented padding: refused, naming the sizes."""
     install_fake_mediapipe(monkeypatch)

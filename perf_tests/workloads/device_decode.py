@@ -209,14 +209,26 @@ def media_pipe_batches(
     iter(live[0])  # iter_init: the first epoch
     position = 0  # batches served in this epoch: which captions go with the next images
 
+    def run_pipe() -> Any:
+        try:
+            return next(live[0])
+        except StopIteration:
+            raise
+        except Exception as error:  # the media engine names no sample: say which files this batch read
+            first = position * batch
+            raise RuntimeError(
+                f"the media pipeline failed on samples {first}..{first + batch - 1} "
+                f"(sample_{first:06d}.jpg.. in {folder / 'sample'}): {type(error).__name__}: {error}"
+            ) from error
+
     def next_batch() -> Batch:
         nonlocal position
         try:
-            (pixels,) = next(live[0])
+            (pixels,) = run_pipe()
         except StopIteration:
             iter(live[0])
             position = 0
-            (pixels,) = next(live[0])
+            (pixels,) = run_pipe()
         rows = slice(position * batch, (position + 1) * batch)
         position += 1
         return {"pixel_values": pixels, "input_ids": input_ids[rows], "attention_mask": attention_mask[rows]}
