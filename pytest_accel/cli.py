@@ -19,6 +19,7 @@ from pytest_accel.pages import (
     html_page,
     html_table,
     markdown_table,
+    pivot_plots,
     pivot_rows,
     plot_png,
 )
@@ -59,7 +60,9 @@ def cmd_report(options: argparse.Namespace) -> int:
     _write(options.markdown, text)
     if options.html is not None:
         sections: list[tuple[str, str, Sequence[str]]] = [("Throughput by device", html_table(header, rows), [])]
-        sections += [(f"By {label}", html_table(h, r), []) for label, h, r in pivots]
+        for label, pivot_header, pivot in pivots:
+            plots = [png for _, png in pivot_plots(files, label)]
+            sections.append((f"By {label}", html_table(pivot_header, pivot), plots))
         for key in sorted({key for f in files for key in f.measurements}):
             values = [f.measurements[key].items_per_second if key in f.measurements else float("nan") for f in files]
             unit = next(f.measurements[key].unit for f in files if key in f.measurements)

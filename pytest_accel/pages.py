@@ -7,6 +7,7 @@ import html
 import io
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_accel.history import ChangePoint
@@ -14,7 +15,16 @@ from pytest_accel.report import format_rate, percent_of_peak
 from pytest_accel.result import Measurement
 from pytest_accel.results import ResultFile
 
-__all__ = ["cross_device_rows", "html_page", "markdown_table", "pivot_rows", "plot_png"]
+__all__ = [
+    "Pivot",
+    "cross_device_rows",
+    "html_page",
+    "markdown_table",
+    "pivot",
+    "pivot_plots",
+    "pivot_rows",
+    "plot_png",
+]
 
 Key = tuple[str, str]
 
@@ -49,7 +59,17 @@ def cross_device_rows(files: Sequence[ResultFile], reference: str | None) -> tup
     return header, rows
 
 
-def pivot_rows(files: Sequence[ResultFile], label: str) -> tuple[list[str], list[list[str]]]:
+@dataclass(frozen=True)
+class Pivot:
+    """Measurements laid out by one label: ``cells[group][device][value]``, ``values`` in column order."""
+
+    label: str
+    values: list[Any]
+    headers: list[str]  # "workers 0", ..., "device decode"
+    cells: dict[str, dict[str, dict[Any, Measurement]]]
+
+
+def pivot(files: Sequence[ResultFile], label: str) -> Pivot:
     """The studies' table shape: a row per test and device, a column per value of one measurement label.
 
     ``label`` is a keyword the test passed to ``throughput`` (``workers=2``), stored in the result's
@@ -59,7 +79,7 @@ def pivot_rows(files: Sequence[ResultFile], label: str) -> tuple[list[str], list
     would share a cell because they differ in a parameter the test did not pass as a label.
     """
     devices = column_labels(files)
-    cells: dict[str, dict[str, dict[Any, str]]] = {}  # group -> device -> label value -> cell
+    cells: dict[str, dict[str, dict[Any, Measurement]]] = {}  # group -> device -> label value -> measurement
     owners: dict[tuple[str, str, Any], str] = {}  # which test filled a cell: two must not share one
     values: set[Any] = set()
     for device, f in zip(devices, files, strict=True):
@@ -76,19 +96,46 @@ def pivot_rows(files: Sequence[ResultFile], label: str) -> tuple[list[str], list
                     f"share one cell of the {label!r} table: pass that parameter to throughput() as well"
                 )
             values.add(value)
-            rate = "disabled" if m.disabled else f"{format_rate(m.items_per_second)} {m.unit}/s"
-            cells.setdefault(group, {}).setdefault(device, {})[value] = rate
+            cells.setdefault(group, {}).setdefault(device, {})[value] = m
     if not values:
         raise ValueError(f"no measurement carries the label {label!r} (a keyword passed to throughput)")
     ordered = sorted(values, key=lambda v: (0, v, "") if isinstance(v, int | float) else (1, 0, str(v)))
-    header = ["test", "device", *(f"{label} {v}" if isinstance(v, int | float) else str(v) for v in ordered)]
-    rows = [
-        [group, device, *(by_device[device].get(v, "-") for v in ordered)]
-        for group, by_device in sorted(cells.items())
-        for device in devices
-        if device in by_device
-    ]
-    return header, rows
+    return Pivot(label, ordered, [f"{label} {v}" if isinstance(v, int | float) else str(v) for v in ordered], cells)
+
+
+def pivot_rows(files: Sequence[ResultFile], label: str) -> tuple[list[str], list[list[str]]]:
+    """``pivot``'s table as text: header and rows (``test``, ``device``, then a rate per label value)."""
+    table = pivot(files, label)
+    devices = column_labels(files)
+    rows = []
+    for group, by_device in sorted(table.cells.items()):
+        for device in devices:
+            if device in by_device:
+                rows.append([group, device, *(_rate(by_device[device].get(v)) for v in table.values)])
+    return ["test", "device", *table.headers], rows
+
+
+def pivot_plots(files: Sequence[ResultFile], label: str) -> list[tuple[str, str]]:
+    """One grouped bar chart per pivot row group: (group, base64 PNG); a bar per device per label value."""
+    table = pivot(files, label)
+    plots = []
+    for group, by_device in sorted(table.cells.items()):
+        series = {
+            device: [
+                m.items_per_second if (m := cells.get(v)) is not None and not m.disabled else math.nan
+                for v in table.values
+            ]
+            for device, cells in by_device.items()
+        }
+        unit = next(m.unit for cells in by_device.values() for m in cells.values())
+        plots.append((group, plot_png(group, series, table.headers, f"{unit}/s", bars=True)))
+    return plots
+
+
+def _rate(m: Measurement | None) -> str:
+    if m is None:
+        return "-"
+    return "disabled" if m.disabled else f"{format_rate(m.items_per_second)} {m.unit}/s"
 
 
 def _group(test: str, metric: str, extra: Mapping[str, Any], label: str) -> str:
@@ -148,10 +195,16 @@ def plot_png(
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(7, 3.2), dpi=110)
-    if bars:
-        values = next(iter(series.values()))
-        axes.bar(range(len(values)), [0 if math.isnan(v) else v for v in values], color="#3b6ea8")
+    if bars:  # one bar per label; with several series, a group of bars per label (one per series)
+        width = 0.8 / len(series)
+        for index, (name, values) in enumerate(series.items()):
+            offsets = [i - 0.4 + width * (index + 0.5) for i in range(len(values))]
+            heights = [0 if math.isnan(v) else v for v in values]
+            color = "#3b6ea8" if len(series) == 1 else None
+            axes.bar(offsets, heights, width=width, color=color, label=name)
         axes.set_xticks(range(len(labels)), labels, rotation=15, ha="right", fontsize=8)
+        if len(series) > 1:
+            axes.legend(fontsize=7)
     else:
         for name, values in series.items():
             axes.plot(range(len(values)), values, marker="o", label=name)

@@ -107,7 +107,8 @@ def test_report_pivots_a_label_into_columns(
     assert len(devices) == 2 and devices[0].startswith("cpu-") and devices[1] == "hpu-gaudi2"
     assert all(row.count("samples/s") == 3 for row in rows)
     assert "test_unlabelled" not in "\n".join(table)
-    assert "<h2>By workers</h2>" in page.read_text()
+    section = page.read_text().split("<h2>By workers</h2>")[1].split("<h2>")[0]
+    assert section.count("data:image/png;base64,") == 1  # the grouped bars: a bar per device per loader
 
 
 def test_report_pivot_on_a_missing_label_is_an_error(
