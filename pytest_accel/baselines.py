@@ -162,7 +162,7 @@ class BaselineEntry:
     unit: str  # what one item is: "images", "tokens", "samples"
     items_per_call: float  # items one call of the workload processes
     samples: tuple[float, ...]  # seconds per call, one per timed round; at least one
-    probe_samples: tuple[float, ...] = ()  # seconds per reference-kernel call, interleaved with the rounds
+    probe_samples: tuple[float, ...] = ()  # seconds per reference-kernel call, one per round (see Measurement)
     # The compared figure (median of probe-normalised samples, else of seconds) of each of the last
     # recordings, oldest first: the spread between runs, which one run's samples cannot show.
     run_medians: tuple[float, ...] = ()

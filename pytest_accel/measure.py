@@ -19,7 +19,9 @@ separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_be
                round, so that sample / probe_sample cancels the machine's drift (see verdict.py)
     pipelined: for a consumer of background producers (a DataLoader with workers), the estimate
                comes from back-to-back blocks of 1, 2, 4, ... calls, and the probe rounds all run
-               first, so no pause between workload rounds lets the producers get ahead
+               first, so no pause between workload rounds lets the producers get ahead; one round
+               after the probe block drains what the producers made meanwhile and is not kept;
+               each round is normalised by the probe block's median (recorded as probe_samples)
     check:     the first and the last outputs are finite; every round time is finite and > 0
 
 One timer start/stop per round, not per call: on CUDA/HPU the events are recorded back to back
@@ -201,10 +203,19 @@ def measure(
 
     samples: list[float] = []
     probe_samples: list[float] = []
-    if probe is not None and pipelined:
-        for round_index in range(rounds):
-            _timed_round(probe, probe_calls, timer, mark_step)
-            probe_samples.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
+    if pipelined:
+        if probe is not None:
+            block = []
+            for round_index in range(rounds):
+                _timed_round(probe, probe_calls, timer, mark_step)
+                block.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
+            # The probe rounds are not adjacent to the workload's: pairing them round by round would only
+            # add the probe's own noise. Each round is normalised by the block's median instead.
+            probe_samples = [median(block)] * rounds
+        # The probe (and the warm-up of the probe) paused the consumer and let the producers refill
+        # their queue: one untimed-for-the-figure round drains it before the timed rounds.
+        _timed_round(fn, calls_per_round, timer, mark_step)
+        timer.stop()
     output: Any = None
     peak: int | None = None
     for round_index in range(rounds):
@@ -240,7 +251,8 @@ def _sustained_estimate(
     """Seconds per call over back-to-back blocks of 1, 2, 4, ... calls, until a block lasts a round.
 
     Calls served from a producer's queue are cheap; a block long enough to drain the queue shows
-    the rate the producers sustain. Costs at most about two rounds.
+    the rate the producers sustain. Costs about two rounds, plus the time to drain the queue when
+    it holds more than a round's worth (queue depth x producer period).
     """
     calls = 1
     while True:

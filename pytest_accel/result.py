@@ -28,7 +28,9 @@ class Measurement:
     bytes_per_call: float | None = None  # bytes moved to/from device memory in one call, when known
     peak_memory_bytes: int | None = None  # peak device memory during the timed rounds
     device_key: str = "unknown"  # hardware class the figure was taken on
-    probe_samples: tuple[float, ...] = ()  # seconds per reference-kernel call, one per round, interleaved
+    # seconds per reference-kernel call, one per round: the adjacent probe round's, or (pipelined)
+    # the median of the probe block that ran before the rounds
+    probe_samples: tuple[float, ...] = ()
     name: str = "throughput"  # metric name, for tests that take several measurements
     extra: Mapping[str, Any] = field(default_factory=dict)  # free-form context from the test
 
@@ -39,7 +41,7 @@ class Measurement:
 
     @property
     def normalized_samples(self) -> tuple[float, ...]:
-        """Each round's time over its adjacent probe round's: the machine's drift cancels out."""
+        """Each round's time over its probe figure (adjacent round, or pipelined: the block's median)."""
         if len(self.probe_samples) != len(self.samples):
             return ()
         return tuple(s / p for s, p in zip(self.samples, self.probe_samples, strict=True))

@@ -7,7 +7,8 @@ Pure logic: no torch, no pytest. The rules, in order:
    reference kernel runs at a very different speed than when the baseline was recorded
                                                                           -> NOISY
 3. Time ratio of this run's median to the median of the baseline's recorded runs, computed on
-   normalised samples (each round over its adjacent probe round) when both sides have them,
+   normalised samples (each round over its adjacent probe round, or for a pipelined measurement over
+   the median of its probe block) when both sides have them,
    else on raw seconds, with a 95% interval combining the within-run and between-run errors:
        ratio > 1 + tolerance and the interval excludes 1                 -> REGRESSED
        ratio < 1 / (1 + tolerance) and the interval excludes 1           -> IMPROVED
@@ -53,7 +54,7 @@ class Observation:
     """What is compared of one measurement, now or in the baseline."""
 
     samples: Sequence[float]  # seconds per call, one per round
-    probe_samples: Sequence[float] = ()  # seconds per reference-kernel call, interleaved with rounds
+    probe_samples: Sequence[float] = ()  # seconds per reference-kernel call, one per round (see Measurement)
     peak_memory_bytes: int | None = None
     run_medians: Sequence[float] = ()  # baseline only: the compared figure of each recorded run
 
@@ -64,7 +65,7 @@ class Observation:
 
     @property
     def normalized(self) -> tuple[float, ...]:
-        """Round time over adjacent probe time; empty when there is no probe."""
+        """Round time over its probe figure (see Measurement); empty when there is no probe."""
         if not self.probe_samples or len(self.probe_samples) != len(self.samples):
             return ()
         return tuple(s / p for s, p in zip(self.samples, self.probe_samples, strict=True))

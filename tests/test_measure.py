@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -246,30 +247,35 @@ class Prefetcher:
         return 1.0
 
 
+def _measure_loader(pipelined: bool, head_start: float) -> Any:
+    """Workers make a batch every 10 ms (100 batches/s), 4 ahead at most; the probe takes 10 ms a call."""
+    clock = FakeClock()
+    loader = Prefetcher(clock, period=0.010, depth=4)
+    clock.now = head_start  # time the workers ran before measuring began (a full queue after 40 ms)
+
+    def probe(clock: FakeClock = clock) -> float:
+        clock.now += 0.010
+        return 1.0
+
+    config = MeasureConfig(measure_seconds=1.0, round_seconds=0.04, min_rounds=10)
+    timer = HostTimer(clock, clock.sync)
+    return measure(loader, timer=timer, items_per_call=1, unit="b", config=config, probe=probe, pipelined=pipelined)
+
+
 def test_pipelined_measures_the_rate_the_producers_sustain() -> None:
-    """Probe rounds between rounds let the workers refill the queue: the figure overstates their rate.
+    """Probe rounds between rounds let the workers refill the queue: the figure overstates their rate."""
+    assert _measure_loader(pipelined=False, head_start=0.0).items_per_second > 150  # the pauses refill the queue
+    pipelined = _measure_loader(pipelined=True, head_start=0.0)
+    assert pipelined.items_per_second == pytest.approx(100, rel=0.05)
+    # Normalised by the probe block's median (its rounds are not adjacent to the workload's).
+    assert len(set(pipelined.probe_samples)) == 1 and len(pipelined.probe_samples) == len(pipelined.samples)
 
-    Workers make a batch every 10 ms (100 batches/s), 4 ahead at most; the probe takes 10 ms a call.
-    """
-    results = {}
-    for pipelined in (False, True):
-        clock = FakeClock()
-        loader = Prefetcher(clock, period=0.010, depth=4)
 
-        def probe(clock: FakeClock = clock) -> float:
-            clock.now += 0.010
-            return 1.0
-
-        config = MeasureConfig(measure_seconds=1.0, round_seconds=0.04, min_rounds=10)
-        results[pipelined] = measure(
-            loader,
-            timer=HostTimer(clock, clock.sync),
-            items_per_call=1,
-            unit="batches",
-            config=config,
-            probe=probe,
-            pipelined=pipelined,
-        )
-    assert results[True].items_per_second == pytest.approx(100, rel=0.05)
-    assert results[False].items_per_second > 150  # the interleaved probe's pauses refill the queue
-    assert len(results[True].probe_samples) == len(results[True].samples)  # still normalisable
+def test_pipelined_calibrates_on_the_sustained_rate_not_on_queued_batches() -> None:
+    """With a full queue, warm-up calls take 10 us: calibrating on them would make rounds of 4,000 calls."""
+    assert _measure_loader(pipelined=False, head_start=1.0).calls_per_round > 1000
+    pipelined = _measure_loader(pipelined=True, head_start=1.0)
+    assert pipelined.calls_per_round == 4  # 4 x 10 ms per 40 ms round
+    assert pipelined.items_per_second == pytest.approx(100, rel=0.05)
+    # No timed round is served from the queue refilled during the probe block: every round takes ~40 ms.
+    assert max(pipelined.samples) / min(pipelined.samples) < 1.01

@@ -160,9 +160,13 @@ def test_pipelined_consumer_of_a_real_dataloader_is_measured(perf_pytester: pyte
                     batches[0] = iter(loader)
                     return next(batches[0])
 
-            m = throughput(next_batch, items=64, unit="samples", pipelined=True, workers=1)
-            assert m.items_per_second > 0 and len(m.probe_samples) == len(m.samples)
-            batches[0]._shutdown_workers()
+            try:
+                m = throughput(next_batch, items=64, unit="samples", pipelined=True, workers=1)
+            finally:
+                batches[0]._shutdown_workers()  # DataLoader has no public close()
+            assert m.items_per_second > 0
+            # The pipelined path: one probe figure (the block's median) for every round.
+            assert len(set(m.probe_samples)) == 1 and len(m.probe_samples) == len(m.samples)
         """
     )
     result = perf_pytester.runpytest("--device", "cpu", "--accel-json", "out.json", *FAST_OPTIONS)

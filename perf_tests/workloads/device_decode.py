@@ -216,9 +216,11 @@ def media_pipe_batches(
             raise
         except Exception as error:  # the media engine names no sample: say which files this batch read
             first = position * batch
+            ahead = min(len(samples), first + (MEDIA_PREFETCH_DEPTH + 1) * batch) - 1
             raise RuntimeError(
-                f"the media pipeline failed on samples {first}..{first + batch - 1} "
-                f"(sample_{first:06d}.jpg.. in {folder / 'sample'}): {type(error).__name__}: {error}"
+                f"the media pipeline failed while serving samples {first}..{first + batch - 1}; it decodes up to "
+                f"{MEDIA_PREFETCH_DEPTH} batches ahead, so the bad file is one of sample_{first:06d}.jpg.."
+                f"sample_{ahead:06d}.jpg in {folder / 'sample'}: {type(error).__name__}: {error}"
             ) from error
 
     def next_batch() -> Batch:
