@@ -35,6 +35,16 @@ def _finite_problem(value: Any, where: str) -> str | None:
     return None
 
 
+def _clear_frames_of_chain(error: BaseException) -> None:
+    """Clear the frames of ``error`` and of every error it was raised from or during."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        current = current.__cause__ or current.__context__
+
+
 def _oom_message(report: OutOfMemoryReport, device_key: str) -> str:
     return (
         f"out of device memory on {device_key}: requested {format_bytes(report.requested_bytes)}, "
@@ -221,8 +231,8 @@ class Throughput:
             if report is None:
                 raise
             # Drop the workload's frames (and the tensors they hold) before freeing the caches,
-            # so the rest of the suite gets its memory back.
-            traceback.clear_frames(error.__traceback__)
+            # so the rest of the suite gets its memory back: also those of the errors it wraps.
+            _clear_frames_of_chain(error)
             device.empty_cache()
             failure = _oom_message(report, device.key())
         if failure is not None:  # failed outside the except blocks: no "during handling" chain

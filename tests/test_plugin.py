@@ -119,6 +119,40 @@ def test_out_of_memory_fails_that_test_with_figures_and_the_suite_goes_on(perf_p
     )
 
 
+def test_an_out_of_memory_error_frees_the_frames_of_the_errors_it_wraps() -> None:
+    """A workload that wraps the allocator's error (as the media pipeline does) still gets its tensors freed."""
+    import gc
+    import weakref
+
+    from pytest_accel.fixture import _clear_frames_of_chain
+
+    class Tensorish:
+        pass
+
+    refs: list[weakref.ref[Tensorish]] = []
+
+    def allocate() -> None:
+        held = Tensorish()
+        refs.append(weakref.ref(held))
+        raise MemoryError("out of memory")
+
+    def wrapper() -> None:
+        try:
+            allocate()
+        except MemoryError as error:
+            raise RuntimeError("the pipeline failed: out of memory") from error
+
+    try:
+        wrapper()
+    except RuntimeError as error:
+        caught = error
+    gc.collect()
+    assert refs[0]() is not None  # held by the inner error's frames
+    _clear_frames_of_chain(caught)
+    gc.collect()
+    assert refs[0]() is None
+
+
 @pytest.mark.filterwarnings("ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_xdist_workers_refuse_to_measure(perf_pytester: pytest.Pytester, workers: str) -> None:
