@@ -25,6 +25,7 @@ from fakes.mediapipe import install_fake_mediapipe
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf_tests"))
 pytest.importorskip("PIL", reason="the fake decodes with Pillow (pip install 'pytest-accel[models]')")
 
+import workloads
 from workloads import device_decode, images
 
 from pytest_accel.devices.cpu import CpuDevice
@@ -119,7 +120,7 @@ def test_unavailable_reason(monkeypatch: pytest.MonkeyPatch, kind: str, installe
         for name in [n for n in sys.modules if n.startswith("habana_frameworks")]:
             monkeypatch.delitem(sys.modules, name)
         monkeypatch.setitem(sys.modules, "torchvision", None)  # import fails, as with a mismatched build
-        if kind == "hpu" and device_decode.importlib.util.find_spec("habana_frameworks") is not None:
+        if kind == "hpu" and workloads.installed("habana_frameworks"):
             pytest.skip("habana_frameworks is installed here")
     found = device_decode.unavailable_reason(SimpleNamespace(kind=kind))  # type: ignore[arg-type]
     if reason is None:

@@ -69,3 +69,10 @@ def test_hpu_graphs_wrap_the_model_through_habana(monkeypatch: pytest.MonkeyPatc
 def test_eager_is_the_model_itself() -> None:
     model = torch.nn.Linear(4, 2)
     assert mmdit.with_graphs(model, "eager", SimpleNamespace(kind="cpu")) is model  # type: ignore[arg-type]
+
+
+def test_a_missing_optimum_habana_is_a_skip_reason_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``find_spec("optimum.habana")`` raises when ``optimum`` itself is absent; the suite must skip instead."""
+    monkeypatch.setitem(sys.modules, "optimum", None)  # as on a Gaudi image without optimum installed
+    reason = mmdit.processor_unavailable("gaudi-fused-sdpa", SimpleNamespace(kind="hpu"))  # type: ignore[arg-type]
+    assert reason is not None and "optimum-habana is not installed" in reason

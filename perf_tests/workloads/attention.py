@@ -6,12 +6,12 @@ heads: grouped-query attention), with ``is_causal`` aligned top-left as in PyTor
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, final
 
 from pytest_accel.flops import attention_bytes, attention_flops
+from workloads import installed
 
 if TYPE_CHECKING:
     import torch
@@ -174,7 +174,7 @@ def _xformers(
 def _xformers_unavailable(device: Device) -> str | None:
     if device.kind != "cuda":
         return f"xFormers memory_efficient_attention is CUDA-only (no CPU kernel since 0.0.22), not {device.kind}"
-    if importlib.util.find_spec("xformers") is None:
+    if not installed("xformers"):
         return "xformers is not installed (pip install 'pytest-accel[cuda]')"
     return None
 
@@ -193,7 +193,7 @@ def _fused_sdpa(
 def _fused_sdpa_unavailable(device: Device) -> str | None:
     if device.kind != "hpu":
         return f"Habana FusedSDPA runs on Gaudi (hpu), not {device.kind}"
-    if importlib.util.find_spec("habana_frameworks") is None:
+    if not installed("habana_frameworks"):
         return "habana_frameworks is not installed"
     return None
 

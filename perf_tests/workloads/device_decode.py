@@ -16,12 +16,12 @@ not yet run on Gaudi hardware.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workloads import installed
 from workloads.images import CLIP_MEAN, CLIP_STD, IMAGE_SIDE, tokenize
 
 if TYPE_CHECKING:
@@ -45,18 +45,10 @@ def unavailable_reason(device: Device) -> str | None:
             return f"CUDA JPEG decode (nvJPEG) needs a torchvision matching this torch: {type(error).__name__}: {error}"
         return None
     if device.kind == "hpu":
-        if not _installed("habana_frameworks.mediapipe"):
+        if not installed("habana_frameworks.mediapipe"):
             return "Gaudi JPEG decode needs Habana's media pipeline: pip install habana-media-loader (Gaudi 2/3)"
         return None
     return f"device-side JPEG decode needs CUDA (nvJPEG) or Gaudi (media pipeline), not {device.kind}"
-
-
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported, without importing it (a missing parent package is "no")."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:  # a missing or broken parent package
-        return False
 
 
 def _captions(samples: Sequence[tuple[bytes, str]], vocab: int) -> tuple[torch.Tensor, torch.Tensor]:

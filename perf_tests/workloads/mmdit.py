@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, final
 
+from workloads import installed
 from workloads.training import finish_step
 
 if TYPE_CHECKING:
@@ -122,17 +123,15 @@ def latent_side(image_side: int, profile: str) -> int:
 
 def processor_unavailable(name: str, device: Device) -> str | None:
     """Why a joint-attention processor cannot run on ``device``, or None."""
-    import importlib.util
-
     if name == "xformers":
         if device.kind != "cuda":
             return f"XFormersJointAttnProcessor needs CUDA (xFormers has no CPU kernel), not {device.kind}"
-        if importlib.util.find_spec("xformers") is None:
+        if not installed("xformers"):
             return "xformers is not installed (pip install 'pytest-accel[cuda]')"
     if name == "gaudi-fused-sdpa":
         if device.kind != "hpu":
             return f"optimum-habana's GaudiJointAttnProcessor2_0 (FusedSDPA) needs Gaudi, not {device.kind}"
-        if importlib.util.find_spec("optimum.habana") is None:
+        if not installed("optimum.habana"):
             return "optimum-habana is not installed (pip install 'pytest-accel[hpu]')"
     return None
 
