@@ -19,6 +19,7 @@ from pytest_accel.pages import (
     html_page,
     html_table,
     markdown_table,
+    pivot,
     pivot_plots,
     pivot_rows,
     plot_png,
@@ -49,20 +50,19 @@ def cmd_report(options: argparse.Namespace) -> int:
     pivots = []
     for label in options.pivot:
         try:
-            pivots.append((label, *pivot_rows(files, label)))
+            pivots.append(pivot(files, label))
         except ValueError as error:
             print(f"pytest-accel report: --pivot {label}: {error}", file=sys.stderr)
             return 2
     text = markdown_table(header, rows)
-    for label, pivot_header, pivot in pivots:
-        text += f"\n### By {label}\n\n" + markdown_table(pivot_header, pivot)
+    for table in pivots:
+        text += f"\n### By {table.label}\n\n" + markdown_table(*pivot_rows(table))
     print(text)
     _write(options.markdown, text)
     if options.html is not None:
         sections: list[tuple[str, str, Sequence[str]]] = [("Throughput by device", html_table(header, rows), [])]
-        for label, pivot_header, pivot in pivots:
-            plots = [png for _, png in pivot_plots(files, label)]
-            sections.append((f"By {label}", html_table(pivot_header, pivot), plots))
+        for table in pivots:
+            sections.append((f"By {table.label}", html_table(*pivot_rows(table)), pivot_plots(table)))
         for key in sorted({key for f in files for key in f.measurements}):
             values = [f.measurements[key].items_per_second if key in f.measurements else float("nan") for f in files]
             unit = next(f.measurements[key].unit for f in files if key in f.measurements)

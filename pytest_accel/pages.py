@@ -66,6 +66,7 @@ class Pivot:
     label: str
     values: list[Any]
     headers: list[str]  # "workers 0", ..., "device decode"
+    devices: list[str]  # row order within a group: the files' order
     cells: dict[str, dict[str, dict[Any, Measurement]]]
 
 
@@ -100,24 +101,22 @@ def pivot(files: Sequence[ResultFile], label: str) -> Pivot:
     if not values:
         raise ValueError(f"no measurement carries the label {label!r} (a keyword passed to throughput)")
     ordered = sorted(values, key=lambda v: (0, v, "") if isinstance(v, int | float) else (1, 0, str(v)))
-    return Pivot(label, ordered, [f"{label} {v}" if isinstance(v, int | float) else str(v) for v in ordered], cells)
+    headers = [f"{label} {v}" if isinstance(v, int | float) else str(v) for v in ordered]
+    return Pivot(label, ordered, headers, devices, cells)
 
 
-def pivot_rows(files: Sequence[ResultFile], label: str) -> tuple[list[str], list[list[str]]]:
-    """``pivot``'s table as text: header and rows (``test``, ``device``, then a rate per label value)."""
-    table = pivot(files, label)
-    devices = column_labels(files)
+def pivot_rows(table: Pivot) -> tuple[list[str], list[list[str]]]:
+    """A pivot as text: header and rows (``test``, ``device``, then a rate per label value)."""
     rows = []
     for group, by_device in sorted(table.cells.items()):
-        for device in devices:
+        for device in table.devices:
             if device in by_device:
                 rows.append([group, device, *(_rate(by_device[device].get(v)) for v in table.values)])
     return ["test", "device", *table.headers], rows
 
 
-def pivot_plots(files: Sequence[ResultFile], label: str) -> list[tuple[str, str]]:
-    """One grouped bar chart per pivot row group: (group, base64 PNG); a bar per device per label value."""
-    table = pivot(files, label)
+def pivot_plots(table: Pivot) -> list[str]:
+    """One grouped bar chart (base64 PNG) per row group of a pivot: a bar per device per label value."""
     plots = []
     for group, by_device in sorted(table.cells.items()):
         series = {
@@ -128,7 +127,7 @@ def pivot_plots(files: Sequence[ResultFile], label: str) -> list[tuple[str, str]
             for device, cells in by_device.items()
         }
         unit = next(m.unit for cells in by_device.values() for m in cells.values())
-        plots.append((group, plot_png(group, series, table.headers, f"{unit}/s", bars=True)))
+        plots.append(plot_png(group, series, table.headers, f"{unit}/s", bars=True))
     return plots
 
 
