@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf_tests"))
 import torch
 from workloads import mmdit
 
-from pytest_accel.devices import make_device
+from pytest_accel.engine.devices import make_device
 
 
 def first_and_steady(call: Callable[[], Any], repeats: int) -> tuple[float, float]:

@@ -8,7 +8,7 @@ import pytest
 import torch
 from workloads.attention import BACKENDS, AttentionShape, shapes
 
-from pytest_accel.devices.base import Device
+from pytest_accel.engine.devices.base import Device
 
 # Parametrize over the shapes of both profiles by name; a test skips the ones outside its profile.
 _ALL_SHAPES = {shape.name: shape for profile in ("smoke", "full") for shape in shapes(profile)}

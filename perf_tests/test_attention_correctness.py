@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from workloads.attention import BACKENDS, Backend, reference_attention
 from workloads.correctness import check_backend
 
-from pytest_accel.devices.base import Device
+from pytest_accel.engine.devices.base import Device
 
 _SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

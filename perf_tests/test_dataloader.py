@@ -17,7 +17,7 @@ import pytest
 import torch
 from workloads import bridgetower, device_decode, images
 
-from pytest_accel.devices.base import Device
+from pytest_accel.engine.devices.base import Device
 
 pytest.importorskip("PIL", reason="the data path decodes JPEGs with Pillow (pip install 'pytest-accel[models]')")
 pytest.importorskip("transformers", reason="BridgeTower needs transformers (pip install 'pytest-accel[models]')")

@@ -8,7 +8,7 @@ import pytest
 import torch
 from workloads import llama
 
-from pytest_accel.devices.base import Device
+from pytest_accel.engine.devices.base import Device
 
 pytest.importorskip("transformers", reason="the LLM workloads need transformers (pip install 'pytest-accel[models]')")
 

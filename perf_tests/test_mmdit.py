@@ -8,7 +8,7 @@ import pytest
 import torch
 from workloads import mmdit
 
-from pytest_accel.devices.base import Device
+from pytest_accel.engine.devices.base import Device
 
 pytest.importorskip("diffusers", reason="the MMDiT workloads need diffusers (pip install 'pytest-accel[models]')")
 

@@ -11,9 +11,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_accel.baselines import BaselineError, BaselineStore
-from pytest_accel.history import change_points
-from pytest_accel.pages import (
+from pytest_accel.judgement.baselines import BaselineError, BaselineStore
+from pytest_accel.judgement.history import change_points
+from pytest_accel.outputs.pages import (
     column_labels,
     cross_device_rows,
     html_page,
@@ -24,11 +24,11 @@ from pytest_accel.pages import (
     pivot_rows,
     plot_png,
 )
-from pytest_accel.report import format_rate
-from pytest_accel.result import Measurement
-from pytest_accel.results import ResultFile, ResultsError, load_results
-from pytest_accel.stats import median
-from pytest_accel.verdict import Observation, Outcome, VerdictPolicy, judge_time
+from pytest_accel.outputs.terminal import format_rate
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.outputs.results import ResultFile, ResultsError, load_results
+from pytest_accel.core.stats import median
+from pytest_accel.judgement.verdict import Observation, Outcome, VerdictPolicy, judge_time
 
 __all__ = ["main"]
 

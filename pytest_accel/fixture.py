@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any, final
 
 import pytest
 
-from pytest_accel.devices.base import Device, OutOfMemoryReport
-from pytest_accel.devices.probe import reference_kernel
-from pytest_accel.gate import GateResult, provenance_changes
-from pytest_accel.measure import MeasurementError, check_finite, measure
-from pytest_accel.report import format_bytes, format_rate
-from pytest_accel.result import Measurement
-from pytest_accel.stats import median
-from pytest_accel.verdict import Outcome
+from pytest_accel.engine.devices.base import Device, OutOfMemoryReport
+from pytest_accel.engine.machine import reference_kernel
+from pytest_accel.judgement.gate import GateResult, provenance_changes
+from pytest_accel.engine.measure import MeasurementError, check_finite, measure
+from pytest_accel.outputs.terminal import format_bytes, format_rate
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.stats import median
+from pytest_accel.judgement.verdict import Outcome
 
 if TYPE_CHECKING:
     from pytest_accel.session import AccelSession

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_accel.devices import DEVICE_CHOICES
+from pytest_accel.engine.devices import DEVICE_CHOICES
 
 if TYPE_CHECKING:
-    from pytest_accel.devices.base import Device
+    from pytest_accel.engine.devices.base import Device
     from pytest_accel.fixture import Throughput
     from pytest_accel.session import AccelSession
 

@@ -13,25 +13,25 @@ from typing import Any, final
 
 import pytest
 
-from pytest_accel.baselines import BaselineEntry, BaselineError, BaselineStore
-from pytest_accel.confirm import confirm_in_fresh_process, in_fresh_process
-from pytest_accel.devices import DeviceUnavailable, resolve_device
-from pytest_accel.devices.base import Device, RegionTimer
-from pytest_accel.devices.probe import MeasuredPeak, measure_peak
-from pytest_accel.distributed import Coordinator, DistributedTimer, RankFailure, world_from_environment
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
+from pytest_accel.judgement.confirm import confirm_in_fresh_process, in_fresh_process
+from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
+from pytest_accel.engine.devices.base import Device, RegionTimer
+from pytest_accel.engine.machine import MeasuredPeak, measure_peak
+from pytest_accel.engine.distributed import Coordinator, DistributedTimer, RankFailure, world_from_environment
 from pytest_accel.fixture import USER_PROPERTY
 from pytest_accel.flops import DatasheetPeak, datasheet_peak
-from pytest_accel.gate import GateResult, run_gate, run_history, with_fresh_confirmation
-from pytest_accel.measure import MeasureConfig
-from pytest_accel.pages import run_summary_markdown
-from pytest_accel.provenance import run_provenance
-from pytest_accel.rank_agreement import RankAgreement
-from pytest_accel.report import measurement_table, verdict_summary
-from pytest_accel.result import Measurement
-from pytest_accel.results import RESULTS_SCHEMA
-from pytest_accel.settings import ini_bool, ini_choice, ini_float, ini_int
-from pytest_accel.stats import median
-from pytest_accel.verdict import Outcome, VerdictPolicy
+from pytest_accel.judgement.gate import GateResult, run_gate, run_history, with_fresh_confirmation
+from pytest_accel.engine.measure import MeasureConfig
+from pytest_accel.outputs.pages import run_summary_markdown
+from pytest_accel.engine.provenance import run_provenance
+from pytest_accel.ranks import RankAgreement
+from pytest_accel.outputs.terminal import measurement_table, verdict_summary
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.outputs.results import RESULTS_SCHEMA
+from pytest_accel.options import ini_bool, ini_choice, ini_float, ini_int
+from pytest_accel.core.stats import median
+from pytest_accel.judgement.verdict import Outcome, VerdictPolicy
 
 __all__ = ["AccelSession", "Recorded"]
 
@@ -61,7 +61,7 @@ class AccelSession:
     """Holds the device choice, builds measurement settings, gathers results, writes reports."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from pytest_accel.devices import DEVICE_CHOICES
+        from pytest_accel.engine.devices import DEVICE_CHOICES
         from pytest_accel.plugin import PROFILE_CHOICES
 
         self.config = config

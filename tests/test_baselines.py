@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_accel.baselines import SCHEMA_VERSION, BaselineEntry, BaselineError, BaselineStore
+from pytest_accel.judgement.baselines import SCHEMA_VERSION, BaselineEntry, BaselineError, BaselineStore
 
 DEVICE = "cpu-amd-epyc-2c"
 PROFILE = "smoke"

@@ -28,7 +28,7 @@ pytest.importorskip("PIL", reason="the fake decodes with Pillow (pip install 'py
 import workloads
 from workloads import device_decode, images
 
-from pytest_accel.devices.cpu import CpuDevice
+from pytest_accel.engine.devices.cpu import CpuDevice
 
 VOCAB = 1000
 

@@ -15,11 +15,12 @@ from fakes.habana import FakeHabana, install_fake_habana
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_accel.devices import DeviceUnavailable, make_device, resolve_device
-from pytest_accel.devices.base import OutOfMemoryReport, requested_bytes_from_message, slug
-from pytest_accel.devices.cpu import CpuDevice, HostTimer
-from pytest_accel.devices.cuda import CudaDevice, EventTimer
-from pytest_accel.devices.hpu import HpuDevice
+from pytest_accel.engine.devices import DeviceUnavailable, make_device, resolve_device
+from pytest_accel.engine.devices.base import OutOfMemoryReport, requested_bytes_from_message, slug
+from pytest_accel.engine.devices.cpu import CpuDevice, HostTimer
+from pytest_accel.engine.devices.base import EventTimer
+from pytest_accel.engine.devices.cuda import CudaDevice
+from pytest_accel.engine.devices.hpu import HpuDevice
 
 needs_no_habana = pytest.mark.skipif(
     importlib.util.find_spec("habana_frameworks") is not None, reason="habana_frameworks is installed here"

@@ -81,7 +81,7 @@ def test_a_killed_rank_ends_the_job_and_leaves_no_worker(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("variable", ["WORLD_SIZE"])
 def test_a_single_process_run_is_not_distributed(variable: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_accel.distributed import world_from_environment
+    from pytest_accel.engine.distributed import world_from_environment
 
     monkeypatch.setenv(variable, "1")
     assert world_from_environment() is None

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_accel.devices.cpu import HostTimer
-from pytest_accel.measure import MeasureConfig, MeasurementError, check_finite, measure
+from pytest_accel.engine.devices.cpu import HostTimer
+from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
 
 
 class FakeClock:

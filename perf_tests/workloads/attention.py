@@ -10,19 +10,54 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, final
 
-from pytest_accel.flops import attention_bytes, attention_flops
 from workloads import installed
 
 if TYPE_CHECKING:
     import torch
 
-    from pytest_accel.devices.base import Device
+    from pytest_accel.engine.devices.base import Device
 
-__all__ = ["BACKENDS", "SD3_TEXT_TOKENS", "AttentionShape", "Backend", "reference_attention", "shapes"]
+__all__ = [
+    "BACKENDS",
+    "SD3_TEXT_TOKENS",
+    "AttentionShape",
+    "Backend",
+    "attention_bytes",
+    "attention_flops",
+    "reference_attention",
+    "shapes",
+]
 
 # Text tokens in SD3's joint attention: 77 CLIP + 77 T5, as Stability's reference code and diffusers'
 # own tests use (the diffusers pipeline default is 77 + 256 = 333).
 SD3_TEXT_TOKENS = 154
+
+
+def attention_flops(
+    batch: int, heads: int, q_len: int, kv_len: int, head_dim: int, *, causal: bool = False, backward: bool = False
+) -> float:
+    """FLOPs of softmax(QK^T)V counted analytically: 4*B*H*Sq*Sk*D forward (two matmuls, 2 FLOPs per
+    multiply-add), halved when causal (about half the score matrix is masked), 2.5x that for the
+    backward pass (five matmuls instead of two), as FlashAttention's papers count it.
+
+    Analytic on purpose: torch's FlopCounterMode counts zero for the CPU flash kernel.
+    """
+    forward = 4.0 * batch * heads * q_len * kv_len * head_dim
+    if causal:
+        forward /= 2
+    return forward * 2.5 if backward else forward
+
+
+def attention_bytes(
+    batch: int, heads: int, kv_heads: int, q_len: int, kv_len: int, head_dim: int, element_bytes: int
+) -> float:
+    """Bytes a fused attention must move at least: read Q, K, V once, write O once.
+
+    For single-token decode this is dominated by the KV cache, which makes decode memory-bound.
+    """
+    q_and_o = 2 * batch * heads * q_len * head_dim
+    k_and_v = 2 * batch * kv_heads * kv_len * head_dim
+    return float((q_and_o + k_and_v) * element_bytes)
 
 
 @final
@@ -41,7 +76,7 @@ class AttentionShape:
     training: bool = False  # measured forward + backward as well
 
     def flops(self, backward: bool = False) -> float:
-        """Analytic FLOPs (see pytest_accel.flops.attention_flops)."""
+        """Analytic FLOPs (see ``attention_flops``)."""
         return attention_flops(
             self.batch, self.heads, self.q_len, self.kv_len, self.head_dim, causal=self.causal, backward=backward
         )

@@ -12,7 +12,7 @@ from workloads.training import finish_step
 if TYPE_CHECKING:
     import torch
 
-    from pytest_accel.devices.base import Device
+    from pytest_accel.engine.devices.base import Device
 
 __all__ = ["BRIDGETOWER_LARGE_PARAMETERS", "build", "config", "loader_batches", "train_step"]
 

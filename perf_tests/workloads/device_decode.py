@@ -27,7 +27,7 @@ from workloads.images import CLIP_MEAN, CLIP_STD, IMAGE_SIDE, tokenize
 if TYPE_CHECKING:
     import torch
 
-    from pytest_accel.devices.base import Device
+    from pytest_accel.engine.devices.base import Device
 
 __all__ = ["device_decode_batches", "media_pipe_batches", "nvjpeg_batches", "unavailable_reason", "write_jpegs"]
 

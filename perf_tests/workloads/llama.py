@@ -18,7 +18,7 @@ from workloads.training import finish_step
 if TYPE_CHECKING:
     import torch
 
-    from pytest_accel.devices.base import Device
+    from pytest_accel.engine.devices.base import Device
 
 __all__ = ["LLAMA2_70B_PARAMETERS", "LlamaShape", "build", "config", "generate", "shape", "train_step"]
 

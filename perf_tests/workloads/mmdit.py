@@ -23,7 +23,7 @@ from workloads.training import finish_step
 if TYPE_CHECKING:
     import torch
 
-    from pytest_accel.devices.base import Device
+    from pytest_accel.engine.devices.base import Device
 
 __all__ = [
     "CONFIGS",
@@ -145,7 +145,7 @@ def graph_mode_unavailable(mode: str, device: Device) -> str | None:
     """Why ``mode`` cannot run on ``device`` in this process, or None."""
     import shutil
 
-    from pytest_accel.devices.hpu import lazy_mode
+    from pytest_accel.engine.devices.hpu import lazy_mode
 
     if mode not in GRAPH_MODES:
         raise ValueError(f"unknown graph mode {mode!r}; choose one of {', '.join(GRAPH_MODES)}")

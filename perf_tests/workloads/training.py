@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from pytest_accel.devices.base import Device
+    from pytest_accel.engine.devices.base import Device
 
 __all__ = ["finish_step"]
 

@@ -9,11 +9,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, final
 
-from pytest_accel.baselines import BaselineEntry
-from pytest_accel.confirm import FreshVerdict
-from pytest_accel.result import Measurement
-from pytest_accel.stats import median
-from pytest_accel.verdict import Observation, Outcome, Verdict, VerdictPolicy, combine, judge_memory, judge_time
+from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.confirm import FreshVerdict
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.stats import median
+from pytest_accel.judgement.verdict import Observation, Outcome, Verdict, VerdictPolicy, combine, judge_memory, judge_time
 
 __all__ = [
     "COMPARABLE_PROVENANCE",
@@ -110,7 +110,7 @@ def run_history(
 
 
 def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
-    """A regressed time verdict after a fresh process re-measured it (see pytest_accel.confirm)."""
+    """A regressed time verdict after a fresh process re-measured it (see pytest_accel.judgement.confirm)."""
     if fresh.outcome is None:
         return replace(first, reason=f"{first.reason}; no fresh-process confirmation: {fresh.detail}")
     if fresh.outcome == Outcome.REGRESSED.value:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
-from pytest_accel.devices.base import OutOfMemoryReport, slug
+from pytest_accel.engine.devices.base import OutOfMemoryReport, slug
 
 if TYPE_CHECKING:
     import torch

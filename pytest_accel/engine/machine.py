@@ -7,14 +7,15 @@ device and threads cancels most of that drift (docs/measurements.md has the figu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import final
 
-from pytest_accel.devices.base import Device
-from pytest_accel.measure import MeasureConfig, measure
+from pytest_accel.engine.devices.base import Device
+from pytest_accel.engine.measure import MeasureConfig, measure
 
-__all__ = ["MeasuredPeak", "measure_peak", "reference_kernel"]
+__all__ = ["DatasheetPeak", "MeasuredPeak", "datasheet_peak", "measure_peak", "reference_kernel"]
 
 # CPU: a 384x384 fp32 matmul, ~1.7 ms on one thread of a 2-core EPYC: long enough to be timed
 # well by the host clock, short enough that a probe round adds little to a test.
@@ -78,3 +79,33 @@ def measure_peak(device: Device) -> MeasuredPeak:
     matmul_seconds = timed(lambda: torch.mm(a, a))
     copy_seconds = timed(lambda: target.copy_(source))
     return MeasuredPeak(2.0 * side**3 / matmul_seconds / 1e12, 2.0 * elements * 4 / copy_seconds)
+
+
+@final
+@dataclass(frozen=True)
+class DatasheetPeak:
+    """A vendor's published peak for one device class (dense, no sparsity)."""
+
+    tflops_bf16: float  # matrix-engine peak at bf16
+    memory_gbps: float  # HBM bandwidth, GB/s (10^9 bytes)
+    source: str
+
+
+# Device-key pattern -> published figures. Dense bf16 (NVIDIA's datasheets list 2x with sparsity).
+_DATASHEET: tuple[tuple[str, DatasheetPeak], ...] = (
+    (r"^cuda-nvidia-a100.*40gb", DatasheetPeak(312.0, 1555.0, "NVIDIA A100 datasheet (SXM 40GB)")),
+    (r"^cuda-nvidia-a100", DatasheetPeak(312.0, 2039.0, "NVIDIA A100 datasheet (SXM 80GB)")),
+    (r"^cuda-nvidia-h100.*pcie", DatasheetPeak(756.0, 2000.0, "NVIDIA H100 datasheet (PCIe)")),
+    (r"^cuda-nvidia-h100", DatasheetPeak(989.0, 3350.0, "NVIDIA H100 datasheet (SXM)")),
+    (r"^cuda-nvidia-h200", DatasheetPeak(989.0, 4800.0, "NVIDIA H200 datasheet (SXM)")),
+    (r"^hpu-gaudi2$", DatasheetPeak(432.0, 2460.0, "Intel Gaudi 2 white paper (MME bf16, 96 GB HBM2E)")),
+    (r"^hpu-gaudi3$", DatasheetPeak(1835.0, 3700.0, "Intel Gaudi 3 white paper (MME bf16, 128 GB HBM2E)")),
+)
+
+
+def datasheet_peak(device_key: str) -> DatasheetPeak | None:
+    """The published peak for a device key, or None (CPUs, unknown accelerators)."""
+    for pattern, peak in _DATASHEET:
+        if re.search(pattern, device_key):
+            return peak
+    return None

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, final
 
-from pytest_accel.stats import iqr, median, relative_spread
+from pytest_accel.core.stats import iqr, median, relative_spread
 
 __all__ = ["Measurement"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_accel.devices.base import Device, DeviceUnavailable, OutOfMemoryReport, RegionTimer
+from pytest_accel.engine.devices.base import Device, DeviceUnavailable, OutOfMemoryReport, RegionTimer
 
 __all__ = [
     "DEVICE_CHOICES",
@@ -22,15 +22,15 @@ _AUTO_ORDER = ("hpu", "cuda", "cpu")
 def make_device(kind: str, cpu_threads: int | None = None, index: int = 0) -> Device:
     """The backend object for one device kind, without checking that it is present."""
     if kind == "cpu":
-        from pytest_accel.devices.cpu import CpuDevice
+        from pytest_accel.engine.devices.cpu import CpuDevice
 
         return CpuDevice(cpu_threads)
     if kind == "cuda":
-        from pytest_accel.devices.cuda import CudaDevice
+        from pytest_accel.engine.devices.cuda import CudaDevice
 
         return CudaDevice(index)
     if kind == "hpu":
-        from pytest_accel.devices.hpu import HpuDevice
+        from pytest_accel.engine.devices.hpu import HpuDevice
 
         return HpuDevice()
     raise ValueError(f"unknown device kind {kind!r}; choose one of {', '.join(DEVICE_CHOICES)}")

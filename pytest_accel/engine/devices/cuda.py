@@ -9,44 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, final
 
-from pytest_accel.devices.base import OutOfMemoryReport, requested_bytes_from_message, slug
+from pytest_accel.engine.devices.base import EventTimer, OutOfMemoryReport, requested_bytes_from_message, slug
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["CudaDevice", "EventTimer"]
-
-
-@final
-class EventTimer:
-    """Times a region with a pair of device events: no host round trip inside the region.
-
-    Works for any torch backend whose ``Event(enable_timing=True)`` has ``record``,
-    ``synchronize`` and ``elapsed_time`` (CUDA and HPU both do).
-    """
-
-    __slots__ = ("_end", "_event_type", "_start")
-
-    def __init__(self, event_type: Any) -> None:
-        self._event_type = event_type
-        self._start: Any = None
-        self._end: Any = None
-
-    def start(self) -> None:
-        """Record the start event on the current stream."""
-        self._start = self._event_type(enable_timing=True)
-        self._end = self._event_type(enable_timing=True)
-        self._start.record()
-
-    def stop(self) -> float:
-        """Record the end event, wait for it, return the elapsed device time in seconds."""
-        if self._start is None:
-            raise RuntimeError("EventTimer.stop() called before start()")
-        self._end.record()
-        self._end.synchronize()
-        elapsed_ms = float(self._start.elapsed_time(self._end))
-        self._start = None
-        return elapsed_ms / 1000.0
+__all__ = ["CudaDevice"]
 
 
 @final

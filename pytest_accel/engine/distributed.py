@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, final
 
-from pytest_accel.devices.base import RegionTimer
+from pytest_accel.engine.devices.base import RegionTimer
 
 __all__ = ["Coordinator", "DistributedTimer", "RankFailure", "World", "world_from_environment"]
 

@@ -1,7 +1,7 @@
 """How a figure is taken: warm-up until timings settle, calibrate calls per round, time rounds.
 
 What is measured (a callable and its work per call), how it is timed (a ``RegionTimer`` from the
-device seam, or any injected one) and the result (``Measurement``, in ``pytest_accel.result``) are
+device seam, or any injected one) and the result (``Measurement``, in ``pytest_accel.core.measurement``) are
 separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_bench``::
 
     warm-up:   call fn, timing each call, until the last WARMUP_WINDOW timings agree within
@@ -36,9 +36,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, final
 
-from pytest_accel.devices.base import RegionTimer
-from pytest_accel.result import Measurement
-from pytest_accel.stats import median
+from pytest_accel.engine.devices.base import RegionTimer
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.stats import median
 
 __all__ = ["MeasureConfig", "MeasurementError", "check_finite", "measure"]
 

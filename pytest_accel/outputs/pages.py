@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_accel.history import ChangePoint
-from pytest_accel.report import format_rate, percent_of_peak
-from pytest_accel.result import Measurement
-from pytest_accel.results import ResultFile
+from pytest_accel.judgement.history import ChangePoint
+from pytest_accel.outputs.terminal import format_rate, percent_of_peak
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.outputs.results import ResultFile
 
 __all__ = [
     "Pivot",

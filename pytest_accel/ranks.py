@@ -13,7 +13,7 @@ from typing import final
 
 import pytest
 
-from pytest_accel.distributed import Coordinator, RankFailure
+from pytest_accel.engine.distributed import Coordinator, RankFailure
 
 __all__ = ["RankAgreement"]
 

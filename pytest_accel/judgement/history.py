@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import final
 
-from pytest_accel.stats import mann_whitney_p, median
+from pytest_accel.core.stats import mann_whitney_p, median
 
 __all__ = ["ALPHA", "MIN_SEGMENT", "ChangePoint", "change_points"]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
-from pytest_accel.result import Measurement
+from pytest_accel.core.measurement import Measurement
 
 __all__ = ["RESULTS_SCHEMA", "ResultFile", "ResultsError", "load_results"]
 

@@ -20,8 +20,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, final
 
-from pytest_accel.devices.base import OutOfMemoryReport, requested_bytes_from_message
-from pytest_accel.devices.cuda import EventTimer
+from pytest_accel.engine.devices.base import EventTimer, OutOfMemoryReport, requested_bytes_from_message
 
 if TYPE_CHECKING:
     import torch

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import final
 
-from pytest_accel.stats import mann_whitney_p, median, ratio_confidence_interval, relative_spread, z_score
+from pytest_accel.core.stats import mann_whitney_p, median, ratio_confidence_interval, relative_spread, z_score
 
 __all__ = ["Observation", "Outcome", "Verdict", "VerdictPolicy", "combine", "judge_memory", "judge_time"]
 
