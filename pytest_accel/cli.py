@@ -11,8 +11,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_accel.core.measurement import display_name
+from pytest_accel.core.stats import median
+from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineError, BaselineStore
 from pytest_accel.judgement.history import change_points
+from pytest_accel.judgement.verdict import Observation, Outcome, VerdictPolicy, judge_time
 from pytest_accel.outputs.pages import (
     column_labels,
     cross_device_rows,
@@ -22,13 +26,9 @@ from pytest_accel.outputs.pages import (
     pivot,
     pivot_plots,
     pivot_rows,
-    plot_png,
 )
-from pytest_accel.outputs.terminal import format_rate
-from pytest_accel.core.measurement import Measurement
+from pytest_accel.outputs.plots import plot_png
 from pytest_accel.outputs.results import ResultFile, ResultsError, load_results
-from pytest_accel.core.stats import median
-from pytest_accel.judgement.verdict import Observation, Outcome, VerdictPolicy, judge_time
 
 __all__ = ["main"]
 
@@ -67,7 +67,7 @@ def cmd_report(options: argparse.Namespace) -> int:
             values = [f.measurements[key].items_per_second if key in f.measurements else float("nan") for f in files]
             unit = next(f.measurements[key].unit for f in files if key in f.measurements)
             png = plot_png(key[0], {"items/s": values}, column_labels(files), f"{unit}/s", bars=True)
-            sections.append((key[0] if key[1] == "throughput" else f"{key[0]} [{key[1]}]", "", [png]))
+            sections.append((display_name(*key), "", [png]))
         _write(options.html, html_page("pytest-accel report", sections))
     return 0
 
@@ -85,10 +85,10 @@ def cmd_compare(options: argparse.Namespace) -> int:
         regressed += verdict.outcome is Outcome.REGRESSED
         rows.append(
             [
-                key[0] if key[1] == "throughput" else f"{key[0]} [{key[1]}]",
+                display_name(*key),
                 f"{format_rate(a.items_per_second)} {a.unit}/s",
                 f"{format_rate(b.items_per_second)} {b.unit}/s",
-                f"{verdict.outcome.value} {((verdict.ratio or 1) - 1) * 100:+.1f}%",
+                f"{verdict.outcome.value} {format_percent_change(verdict.ratio or 1)}",
                 verdict.reason,
             ]
         )
@@ -111,11 +111,11 @@ def cmd_history(options: argparse.Namespace) -> int:
     for key in sorted({key for f in files for key in f.measurements}):
         points = [(i, f.measurements[key]) for i, f in enumerate(files) if key in f.measurements]
         # The compared figure: time relative to the reference kernel where recorded, else seconds per call.
-        values = [_figure(m) for _, m in points]
+        values = [median(m.compared_samples) for _, m in points]
         labels = [nights[i] for i, _ in points]
         changes = change_points(values, options.tolerance)
         text = "; ".join(f"{labels[c.index]}: {(c.ratio - 1) * 100:+.1f}% time (p={c.p_value:.1g})" for c in changes)
-        name = key[0] if key[1] == "throughput" else f"{key[0]} [{key[1]}]"
+        name = display_name(*key)
         rows.append([name, str(len(points)), f"{format_rate(points[-1][1].items_per_second)}", text or "none"])
         if any(c.ratio > 1 for c in changes):
             png = plot_png(name, {"relative time": values}, labels, "time per call (normalised)", changes)
@@ -127,25 +127,17 @@ def cmd_history(options: argparse.Namespace) -> int:
     return 0
 
 
-def _figure(measurement: Measurement) -> float:
-    """The figure a verdict compares: time relative to the reference kernel, else seconds per call."""
-    return median(measurement.normalized_samples or measurement.samples)
-
-
 def cmd_baselines(options: argparse.Namespace) -> int:
     """``show``: every baseline file with its entries; ``prune``: pytest --accel-prune with the given args."""
     if options.action == "prune":
         return subprocess.call([sys.executable, "-m", "pytest", "--accel-prune", *options.pytest_args])
     store = BaselineStore(options.root)
     for path in store.files():
-        device_key, stem = path.parent.name, path.stem
-        profile, _, world = stem.partition("-w")
-        entries = store.load(device_key, profile, int(world) if world else 1)
+        entries = store.load(*store.identify(path))
         print(f"{path}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
         for (test, metric), entry in sorted(entries.items()):
-            rate = entry.items_per_call / sorted(entry.samples)[len(entry.samples) // 2]
-            when = entry.provenance.get("date", "?")
-            print(f"  {test} [{metric}]: {format_rate(rate)} {entry.unit}/s, {len(entry.run_medians)} run(s), {when}")
+            rate, when = format_rate(entry.items_per_second), entry.provenance.get("date", "?")
+            print(f"  {test} [{metric}]: {rate} {entry.unit}/s, {len(entry.run_medians)} run(s), {when}")
     return 0
 
 

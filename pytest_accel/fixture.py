@@ -1,30 +1,33 @@
-"""The object behind the ``throughput`` fixture: measure, guard, attach the result to the test."""
+"""The object behind the ``throughput`` fixture: measure, guard, hand the result to be judged and recorded.
+
+Like pytest-benchmark's fixture, ``Throughput`` is built from plain values and callbacks (its settings,
+the device, a timer factory, ``judge`` and ``record``), so this module imports nothing of the session
+and is tested without pytester (tests/test_fixture.py).
+"""
 
 from __future__ import annotations
 
-import json
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, final
 
 import pytest
 
-from pytest_accel.engine.devices.base import Device, OutOfMemoryReport
-from pytest_accel.engine.machine import reference_kernel
-from pytest_accel.judgement.gate import GateResult, provenance_changes
-from pytest_accel.engine.measure import MeasurementError, check_finite, measure
-from pytest_accel.outputs.terminal import format_bytes, format_rate
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.stats import median
-from pytest_accel.judgement.verdict import Outcome
+from pytest_accel.core.units import format_bytes
+from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
+from pytest_accel.engine.machine import reference_kernel
+from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
+from pytest_accel.judgement.gate import Judgement
+from pytest_accel.judgement.verdict import VerdictRecord
 
-if TYPE_CHECKING:
-    from pytest_accel.session import AccelSession
+__all__ = ["Judge", "Record", "Throughput"]
 
-__all__ = ["USER_PROPERTY", "Throughput"]
-
-USER_PROPERTY = "accel_measurement"  # key of the JSON measurement in report.user_properties / JUnit XML
+# judge(measurement, remeasure) -> the gate's judgement; remeasure() takes the same measurement again.
+Judge = Callable[[Measurement, Callable[[], Measurement]], Judgement]
+# record(measurement, verdict) -> the measurement as reported (with added figures), attached to the test.
+Record = Callable[[Measurement, VerdictRecord | None], Measurement]
 
 
 def _finite_problem(value: Any, where: str) -> str | None:
@@ -53,22 +56,30 @@ def _oom_message(report: OutOfMemoryReport, device_key: str) -> str:
     )
 
 
-def _xdist_workers(config: pytest.Config) -> int:
-    """How many xdist workers this run has (0 when this process is not an xdist worker)."""
-    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-    return int(workerinput.get("workercount", 1)) if workerinput is not None else 0
-
-
 @final
 class Throughput:
     """Callable fixture value: ``throughput(fn, items=..., unit=...) -> Measurement``."""
 
-    def __init__(self, node: pytest.Item, benchmark: Any, device: Device, session: AccelSession) -> None:
-        self._node = node
-        self._benchmark = benchmark
+    def __init__(
+        self,
+        *,
+        device: Device,
+        config: MeasureConfig,
+        benchmark: Any,
+        timer: Callable[[str], RegionTimer],
+        judge: Judge,
+        record: Record,
+        items_scale: int = 1,
+        xdist_workers: int = 0,
+    ) -> None:
         self._device = device
-        self._session = session
-        self._config = session.measure_config(node)
+        self._config = config
+        self._benchmark = benchmark  # pytest-benchmark's fixture: receives the rounds, owns --benchmark-disable
+        self._timer = timer  # metric name -> the timer for its rounds (under torchrun: ranks start together)
+        self._judge = judge
+        self._record = record
+        self._items_scale = items_scale  # under torchrun: every rank's items count (the world size)
+        self._xdist_workers = xdist_workers  # > 0 when this process is an xdist worker: refused
         self._probe: Callable[[], Any] | None = None
         self.measurements: list[Measurement] = []
 
@@ -92,7 +103,7 @@ class Throughput:
         then run back to back, with the reference-kernel rounds before them instead of in between
         (pauses would let the producers catch up and inflate the figure).
         """
-        workers = _xdist_workers(self._node.config)
+        workers = self._xdist_workers
         if workers:
             # Parallel workers contend for the device; pytest-benchmark also disables itself under
             # xdist, so a "measured" run would silently be an untimed one. Refuse, loudly.
@@ -106,75 +117,23 @@ class Throughput:
         # Mark pytest-benchmark's fixture as used (it warns about unused ones), also when disabled.
         self._benchmark._mode = self._benchmark._mode or "pytest-accel throughput(...)"
         if self._benchmark.disabled:
-            return self._record(self._run_once(fn, unit, items, name, extra), None)
+            return self._keep(self._run_once(fn, unit, items, name, extra), None)
 
         def take() -> Measurement:
             return self._measure(fn, items, unit, flops, bytes_moved, name, extra, pipelined)
 
-        first = take()
-        gate = self._session.judge(self._node, first, remeasure=take)
-        result = gate.measurements[-1] if gate.outcome is Outcome.REGRESSED else first
+        judgement = self._judge(take(), take)
+        result = judgement.result.reported
         self._feed_benchmark(result)
-        result = self._record(result, gate)
-        failure = self._session.failure_of(gate)
-        if failure is not None:
-            pytest.fail(self._failure_message(result, gate, failure), pytrace=False)
+        result = self._keep(result, judgement.result.record)
+        if judgement.failure is not None:
+            pytest.fail(judgement.failure, pytrace=False)
         return result
 
-    def _peak_figures(self, result: Measurement) -> dict[str, float]:
-        """Achieved rates as % of the session's measured peaks and of the datasheet's."""
-        tflops, bandwidth = result.tflops, result.bytes_per_second
-        if tflops is None and bandwidth is None:
-            return {}
-        measured, sheet = self._session.peaks()
-        figures: dict[str, float] = {}
-        if tflops is not None:
-            figures["percent_of_measured_tflops"] = 100 * tflops / measured.tflops
-            if sheet is not None:
-                figures["percent_of_datasheet_tflops"] = 100 * tflops / sheet.tflops_bf16
-        if bandwidth is not None:
-            figures["percent_of_measured_bandwidth"] = 100 * bandwidth / measured.bytes_per_second
-            if sheet is not None:
-                figures["percent_of_datasheet_bandwidth"] = 100 * bandwidth / (sheet.memory_gbps * 1e9)
-        return figures
-
-    def _record(self, result: Measurement, gate: GateResult | None) -> Measurement:
-        """Add the %-of-peak figures, attach the result and its verdict to the test report."""
-        if not result.disabled:
-            figures = self._peak_figures(result)
-            efficiency = self._session.scaling_efficiency(self._node.nodeid, result)
-            if efficiency is not None:
-                figures["scaling_efficiency"] = efficiency
-            result = replace(result, extra={**result.extra, **figures})
-        self.measurements.append(result)
-        data = result.to_dict()
-        data["verdict"] = None if gate is None else gate.to_dict()
-        self._node.user_properties.append((USER_PROPERTY, json.dumps(data)))
-        return result
-
-    def _failure_message(self, result: Measurement, gate: GateResult, failure: str) -> str:
-        entry = self._session.baselines().get((self._node.nodeid, result.name))
-        lines = [f"perf {failure}: {self._node.nodeid} [{result.name}] on {result.device_key}"]
-        if entry is not None:
-            then = entry.items_per_call / median(entry.samples)
-            lines.append(
-                f"  throughput: baseline {format_rate(then)} {result.unit}/s, now "
-                f"{format_rate(result.items_per_second)} {result.unit}/s ({result.items_per_second / then:.3f}x)"
-            )
-        lines.append(f"  time: {gate.time.reason}")
-        if gate.memory is not None:
-            lines.append(f"  memory: {gate.memory.reason}")
-        if entry is not None:
-            provenance = entry.provenance
-            lines.append(
-                f"  baseline: commit {provenance.get('commit', '?')}, {provenance.get('date', '?')}, "
-                f"torch {provenance.get('torch', '?')}"
-            )
-            changes = provenance_changes(entry, self._device.provenance())
-            if changes:
-                lines.append(f"  changed since the baseline: {changes}")
-        lines.append("  if the change is intended, record it: pytest ... --accel-reset-history -k <this test>")
-        return "\n".join(lines)
+    def _keep(self, result: Measurement, verdict: VerdictRecord | None) -> Measurement:
+        recorded = self._record(result, verdict)
+        self.measurements.append(recorded)
+        return recorded
 
     def _run_once(self, fn: Callable[[], Any], unit: str, items: float, name: str, extra: Any) -> Measurement:
         # --benchmark-disable: run the workload once for correctness, as pytest-benchmark does.
@@ -211,8 +170,8 @@ class Throughput:
             result = measure(
                 fn,
                 # Under torchrun: rounds start together, last as the slowest rank's, and count every rank's items.
-                timer=self._session.timer_for(self._node, name),
-                items_per_call=items * self._session.world_size,
+                timer=self._timer(name),
+                items_per_call=items * self._items_scale,
                 unit=unit,
                 flops_per_call=flops,
                 bytes_per_call=bytes_moved,

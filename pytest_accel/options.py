@@ -1,12 +1,74 @@
-"""Reading ini options: typed, validated, a usage error naming the option when a value is bad."""
+"""The run's options: command line + ini + perf marker, read and validated once into frozen records.
+
+Option values pass through small ``parse_*`` functions given as ``type=`` (a bad value is argparse's
+usage error naming the option); ini values through ``ini_*`` readers that raise ``pytest.UsageError``
+naming the setting. ``AccelOptions.from_config`` builds the one record the rest of the plugin reads.
+"""
 
 from __future__ import annotations
 
+import argparse
 import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, final
 
 import pytest
 
-__all__ = ["ini_bool", "ini_choice", "ini_float", "ini_int"]
+from pytest_accel.engine.devices import DEVICE_CHOICES
+from pytest_accel.engine.measure import MeasureConfig
+from pytest_accel.judgement.verdict import VerdictPolicy
+
+__all__ = [
+    "MARKER_SETTINGS",
+    "PROFILE_CHOICES",
+    "AccelOptions",
+    "ini_bool",
+    "ini_choice",
+    "ini_float",
+    "ini_int",
+    "parse_output_path",
+    "parse_positive_float",
+    "parse_positive_int",
+]
+
+PROFILE_CHOICES = ("smoke", "full")
+# @pytest.mark.perf(...) keywords: measurement settings, then verdict thresholds.
+_MARKER_MEASURE = ("measure_seconds", "warmup_max_seconds", "min_rounds", "round_seconds")
+_MARKER_POLICY = ("tolerance", "memory_tolerance")
+MARKER_SETTINGS = (*_MARKER_MEASURE, *_MARKER_POLICY)
+
+
+def parse_positive_float(text: str) -> float:
+    """Option type: a finite number > 0 (seconds, fractions)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number greater than 0")
+    return value
+
+
+def parse_positive_int(text: str) -> int:
+    """Option type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def parse_output_path(text: str) -> Path:
+    """Option type: a file path whose folder exists (checked now, not after an hour of measuring)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist")
+    return path
 
 
 def ini_float(config: pytest.Config, name: str) -> float:
@@ -30,7 +92,7 @@ def ini_bool(config: pytest.Config, name: str) -> bool:
 
 
 def ini_int(config: pytest.Config, name: str, minimum: int) -> int:
-    """The ini option ``name`` as a int; a bad value is a usage error naming it."""
+    """The ini option ``name`` as an int; a bad value is a usage error naming it."""
     raw = config.getini(name)
     try:
         value = int(raw)
@@ -47,3 +109,91 @@ def ini_choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> st
     if value not in choices:
         raise pytest.UsageError(f"ini option {name} = {value!r}; choose one of {', '.join(choices)}")
     return value
+
+
+@final
+@dataclass(frozen=True)
+class AccelOptions:
+    """Every pytest-accel setting of one run, from the command line and the ini file."""
+
+    device: str  # the --device choice: auto, cpu, cuda or hpu
+    profile: str  # smoke or full
+    measure_seconds: float  # timed budget per measurement
+    warmup_max_seconds: float  # warm-up budget, counted after the first call
+    policy: VerdictPolicy  # the suite's verdict thresholds (a perf marker may override them per test)
+    confirmations: int  # in-process re-measurements of a suspected regression
+    fresh_confirmation: bool  # confirm a regression in a fresh pytest process too
+    cpu_threads: int | None  # torch threads on the CPU; None: the device's default (half the cores)
+    update: bool  # record this run's measurements as baselines (--accel-update or --accel-reset-history)
+    reset_history: bool  # forget the earlier recordings of the measured tests
+    strict: bool  # a noisy verdict fails
+    require_baseline: bool  # a new (unjudged) measurement fails
+    baselines: Path  # the baseline folder
+    rank_timeout_seconds: float  # under torchrun: how long a rank waits for the others
+    json_path: Path | None  # --accel-json
+    markdown_path: Path | None  # --accel-markdown
+    stale: bool  # --accel-stale: list entries of tests that no longer exist, and exit
+    prune: bool  # --accel-prune: remove them
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> AccelOptions:
+        """Read and validate every option once; a bad value is a usage error naming it."""
+        option = config.option
+        return cls(
+            device=option.accel_device or ini_choice(config, "accel_device", DEVICE_CHOICES),
+            profile=option.accel_profile or ini_choice(config, "accel_profile", PROFILE_CHOICES),
+            measure_seconds=option.accel_measure_seconds or ini_float(config, "accel_measure_seconds"),
+            warmup_max_seconds=ini_float(config, "accel_warmup_max_seconds"),
+            policy=VerdictPolicy(
+                tolerance=ini_float(config, "accel_tolerance"),
+                memory_tolerance=ini_float(config, "accel_memory_tolerance"),
+            ),
+            confirmations=ini_int(config, "accel_confirmations", minimum=0),
+            fresh_confirmation=ini_bool(config, "accel_fresh_process_confirmation"),
+            cpu_threads=option.accel_cpu_threads or ini_int(config, "accel_cpu_threads", minimum=0) or None,
+            update=bool(option.accel_update or option.accel_reset_history),
+            reset_history=bool(option.accel_reset_history),
+            strict=bool(option.accel_strict),
+            require_baseline=bool(option.accel_require_baseline),
+            baselines=_baselines_root(config),
+            rank_timeout_seconds=ini_float(config, "accel_rank_timeout_seconds"),
+            json_path=option.accel_json,
+            markdown_path=option.accel_markdown,
+            stale=bool(option.accel_stale or option.accel_prune),
+            prune=bool(option.accel_prune),
+        )
+
+    def measure_config(self, marker: dict[str, Any]) -> MeasureConfig:
+        """Measurement settings for one test: these options, overridden by its perf marker's keywords.
+
+        Raises ``ValueError`` naming an unknown or bad setting.
+        """
+        unknown = set(marker) - set(MARKER_SETTINGS)
+        if unknown:
+            raise ValueError(
+                f"unknown perf marker setting(s) {', '.join(sorted(unknown))}; known: {', '.join(MARKER_SETTINGS)}"
+            )
+        settings: dict[str, Any] = {
+            "measure_seconds": self.measure_seconds,
+            "warmup_max_seconds": self.warmup_max_seconds,
+        }
+        settings.update({k: v for k, v in marker.items() if k in _MARKER_MEASURE})
+        try:
+            return MeasureConfig(**settings)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"bad perf marker setting: {error}") from None
+
+    def policy_for(self, marker: dict[str, Any]) -> VerdictPolicy:
+        """The verdict thresholds for one test: these options, overridden by its perf marker's keywords."""
+        overrides = {k: v for k, v in marker.items() if k in _MARKER_POLICY}
+        try:
+            return replace(self.policy, **overrides) if overrides else self.policy
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"bad perf marker setting: {error}") from None
+
+
+def _baselines_root(config: pytest.Config) -> Path:
+    if config.option.accel_baselines:
+        return Path(config.option.accel_baselines).resolve()
+    base = config.inipath.parent if config.inipath else config.rootpath
+    return base / str(config.getini("accel_baselines"))

@@ -2,59 +2,26 @@
 
 Importing this module imports neither torch nor any vendor library; the stateful part
 (``pytest_accel.session.AccelSession``) is imported and registered in ``pytest_configure``.
+Option parsing lives in ``pytest_accel.options``.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Generator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_accel.engine.devices import DEVICE_CHOICES
+from pytest_accel.options import PROFILE_CHOICES, parse_output_path, parse_positive_float, parse_positive_int
 
 if TYPE_CHECKING:
     from pytest_accel.engine.devices.base import Device
     from pytest_accel.fixture import Throughput
     from pytest_accel.session import AccelSession
 
-PROFILE_CHOICES = ("smoke", "full")
 SESSION_KEY: pytest.StashKey[AccelSession] = pytest.StashKey()
 _DEVICE_HELP = "device to measure on: auto (hpu, else cuda, else cpu), cpu, cuda or hpu (default: auto)"
-
-
-def parse_positive_float(text: str) -> float:
-    """Option type: a finite number > 0 (seconds, fractions)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number greater than 0")
-    return value
-
-
-def parse_positive_int(text: str) -> int:
-    """Option type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def parse_output_path(text: str) -> Path:
-    """Option type: a file path whose folder exists (checked now, not after an hour of measuring)."""
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist")
-    return path
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -211,13 +178,10 @@ def accel_device(pytestconfig: pytest.Config) -> Device:
 @pytest.fixture(scope="session")
 def accel_profile(pytestconfig: pytest.Config) -> str:
     """The workload profile: ``smoke`` or ``full``."""
-    return pytestconfig.stash[SESSION_KEY].profile
+    return pytestconfig.stash[SESSION_KEY].options.profile
 
 
 @pytest.fixture
 def throughput(request: pytest.FixtureRequest, benchmark: Any, accel_device: Device) -> Throughput:
     """Measure a callable's items/s on the device: ``throughput(fn, items=B, unit="images")``."""
-    from pytest_accel.fixture import Throughput
-
-    session: AccelSession = request.config.stash[SESSION_KEY]
-    return Throughput(request.node, benchmark, accel_device, session)
+    return request.config.stash[SESSION_KEY].throughput(request.node, benchmark)

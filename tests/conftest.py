@@ -15,19 +15,6 @@ try:  # Same for Pillow's format registry: filled once, here, not inside a run t
 except ImportError:
     pass
 
-# A perf test file for pytester runs: a tiny matmul, measured with small budgets.
-PERF_TEST = """
-import pytest
-import torch
-
-def test_matmul(throughput, accel_device):
-    a = torch.randn(64, 64, device=accel_device.torch_device())
-    m = throughput(lambda: a @ a, items=64, unit="rows", flops=2 * 64**3)
-    assert m.disabled or m.items_per_second > 0
-"""
-
-FAST_OPTIONS = ("--accel-measure-seconds", "0.05", "-p", "no:cacheprovider")
-
 
 @pytest.fixture
 def perf_pytester(pytester: pytest.Pytester) -> pytest.Pytester:

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from support import FAST_OPTIONS
 
 from pytest_accel.cli import main
-from tests.conftest import FAST_OPTIONS
 
 # test_steady is the control, so it is CPU-bound like the reference kernel that normalises it: a
 # sleep is not, and on the shared VM one read -9% (p = 0.008) across 12 quick runs as the host changed.

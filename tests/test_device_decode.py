@@ -22,7 +22,6 @@ import pytest
 import torch
 from fakes.mediapipe import install_fake_mediapipe
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf_tests"))
 pytest.importorskip("PIL", reason="the fake decodes with Pillow (pip install 'pytest-accel[models]')")
 
 import workloads

@@ -16,9 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_accel.engine.devices import DeviceUnavailable, make_device, resolve_device
-from pytest_accel.engine.devices.base import OutOfMemoryReport, requested_bytes_from_message, slug
+from pytest_accel.engine.devices.base import EventTimer, OutOfMemoryReport, requested_bytes_from_message, slug
 from pytest_accel.engine.devices.cpu import CpuDevice, HostTimer
-from pytest_accel.engine.devices.base import EventTimer
 from pytest_accel.engine.devices.cuda import CudaDevice
 from pytest_accel.engine.devices.hpu import HpuDevice
 

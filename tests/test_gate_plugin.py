@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import FAST_OPTIONS
+from support import FAST_OPTIONS
 
 # A CPU-bound workload whose amount of work a file controls ("0.001" -> 10 matmuls, about 1 ms), so
 # "0.003" is 3x the work. CPU-bound on purpose: the verdict normalises by a matmul probe, which a
@@ -84,7 +83,7 @@ def test_a_slowdown_fails_its_own_test_with_the_figures(recorded: pytest.Pyteste
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*perf regressed: test_sleepy.py::test_sleep [[]throughput[]] on cpu-*",
+            "*perf regressed: test_sleepy.py::test_sleep on cpu-*",
             "*throughput: baseline * naps/s, now * naps/s (0.*x)",
             "*time: time +*% [[]95% CI +*% .. +*%[]] relative to the reference kernel, beyond the 5% tolerance; "
             "confirmed by 2 re-measurement(s)*",

@@ -7,15 +7,11 @@ hardware, so here their availability rules are checked, and HPU graphs through t
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 from fakes.habana import install_fake_habana
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "perf_tests"))
-
 from workloads import mmdit
 
 LAZY, EAGER = "1", "0"

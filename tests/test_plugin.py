@@ -6,8 +6,7 @@ import json
 import sys
 
 import pytest
-
-from tests.conftest import FAST_OPTIONS, PERF_TEST
+from support import FAST_OPTIONS, PERF_TEST
 
 
 def test_perf_test_passes_and_prints_the_table(perf_pytester: pytest.Pytester) -> None:

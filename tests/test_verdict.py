@@ -9,11 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_accel.judgement.baselines import BaselineEntry
-from pytest_accel.judgement.gate import run_gate
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.stats import mann_whitney_p, median, quantile, ratio_confidence_interval, relative_spread
-from pytest_accel.judgement.verdict import Observation, Outcome, Verdict, VerdictPolicy, combine, judge_memory, judge_time
+from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.gate import run_gate
+from pytest_accel.judgement.verdict import (
+    Observation,
+    Outcome,
+    Verdict,
+    VerdictPolicy,
+    combine,
+    judge_memory,
+    judge_time,
+)
 
 positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False, allow_infinity=False)
 samples = st.lists(positive, min_size=2, max_size=40)
@@ -274,7 +282,7 @@ def test_the_ratio_is_taken_against_the_centre_of_the_recorded_runs() -> None:
 
 
 def test_run_history_keeps_every_comparable_run_until_reset() -> None:
-    from pytest_accel.judgement.gate import MAX_RUN_HISTORY, run_history
+    from pytest_accel.judgement.baselines import MAX_RUN_HISTORY, run_history
 
     base = BaselineEntry(**{**entry(0.01).__dict__, "run_medians": (10.0, 10.1)})
     same = measurement(0.01, seed=3)

@@ -3,13 +3,32 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, final
 
-from pytest_accel.core.stats import iqr, median, relative_spread
+from pytest_accel.core.stats import median, relative_spread
 
-__all__ = ["Measurement"]
+__all__ = ["DEFAULT_METRIC", "Measurement", "compared_samples", "display_name", "probe_normalized"]
+
+DEFAULT_METRIC = "throughput"  # the metric name of a test that takes one measurement
+
+
+def display_name(test: str, metric: str) -> str:
+    """How a measurement is named in tables and messages: the test id, with ``[metric]`` when it has several."""
+    return test if metric == DEFAULT_METRIC else f"{test} [{metric}]"
+
+
+def probe_normalized(samples: Sequence[float], probe_samples: Sequence[float]) -> tuple[float, ...]:
+    """Each round's time over its probe figure; empty without a probe figure for every round."""
+    if not probe_samples or len(probe_samples) != len(samples):
+        return ()
+    return tuple(s / p for s, p in zip(samples, probe_samples, strict=True))
+
+
+def compared_samples(samples: Sequence[float], probe_samples: Sequence[float]) -> tuple[float, ...]:
+    """What a verdict compares: probe-normalised samples where there is a probe figure, else seconds."""
+    return probe_normalized(samples, probe_samples) or tuple(samples)
 
 
 @final
@@ -31,7 +50,7 @@ class Measurement:
     # seconds per reference-kernel call, one per round: the adjacent probe round's, or (pipelined)
     # the median of the probe block that ran before the rounds
     probe_samples: tuple[float, ...] = ()
-    name: str = "throughput"  # metric name, for tests that take several measurements
+    name: str = DEFAULT_METRIC  # metric name, for tests that take several measurements
     extra: Mapping[str, Any] = field(default_factory=dict)  # free-form context from the test
 
     @property
@@ -42,9 +61,12 @@ class Measurement:
     @property
     def normalized_samples(self) -> tuple[float, ...]:
         """Each round's time over its probe figure (adjacent round, or pipelined: the block's median)."""
-        if len(self.probe_samples) != len(self.samples):
-            return ()
-        return tuple(s / p for s, p in zip(self.samples, self.probe_samples, strict=True))
+        return probe_normalized(self.samples, self.probe_samples)
+
+    @property
+    def compared_samples(self) -> tuple[float, ...]:
+        """What a verdict compares (see ``compared_samples``)."""
+        return compared_samples(self.samples, self.probe_samples)
 
     @property
     def seconds_per_call(self) -> float:
@@ -55,11 +77,6 @@ class Measurement:
     def items_per_second(self) -> float:
         """Throughput: items per call over the median seconds per call."""
         return self.items_per_call / self.seconds_per_call if self.samples else math.nan
-
-    @property
-    def iqr_seconds(self) -> float:
-        """Interquartile range of seconds per call."""
-        return iqr(self.samples) if self.samples else math.nan
 
     @property
     def spread(self) -> float:

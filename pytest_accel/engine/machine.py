@@ -1,4 +1,6 @@
-"""The reference kernel timed in alternation with every workload, to tell machine drift from change.
+"""The machine as measurements see it: the reference kernel, measured peaks, datasheet peaks.
+
+The reference kernel is timed in alternation with every workload, to tell machine drift from change.
 
 On a shared machine the raw time of a kernel drifts by tens of percent over minutes (clock, steal,
 neighbours); the ratio of a workload's round to an adjacent round of a fixed matmul on the same
@@ -15,7 +17,7 @@ from typing import final
 from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.measure import MeasureConfig, measure
 
-__all__ = ["DatasheetPeak", "MeasuredPeak", "datasheet_peak", "measure_peak", "reference_kernel"]
+__all__ = ["DatasheetPeak", "MeasuredPeak", "datasheet_peak", "measure_peak", "peak_figures", "reference_kernel"]
 
 # CPU: a 384x384 fp32 matmul, ~1.7 ms on one thread of a 2-core EPYC: long enough to be timed
 # well by the host clock, short enough that a probe round adds little to a test.
@@ -109,3 +111,19 @@ def datasheet_peak(device_key: str) -> DatasheetPeak | None:
         if re.search(pattern, device_key):
             return peak
     return None
+
+
+def peak_figures(
+    tflops: float | None, bytes_per_second: float | None, measured: MeasuredPeak, sheet: DatasheetPeak | None
+) -> dict[str, float]:
+    """Achieved rates as % of the session's measured peaks and of the datasheet's (keys name which)."""
+    figures: dict[str, float] = {}
+    if tflops is not None:
+        figures["percent_of_measured_tflops"] = 100 * tflops / measured.tflops
+        if sheet is not None:
+            figures["percent_of_datasheet_tflops"] = 100 * tflops / sheet.tflops_bf16
+    if bytes_per_second is not None:
+        figures["percent_of_measured_bandwidth"] = 100 * bytes_per_second / measured.bytes_per_second
+        if sheet is not None:
+            figures["percent_of_datasheet_bandwidth"] = 100 * bytes_per_second / (sheet.memory_gbps * 1e9)
+    return figures

@@ -36,9 +36,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, final
 
-from pytest_accel.engine.devices.base import RegionTimer
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.stats import median
+from pytest_accel.engine.devices.base import RegionTimer
 
 __all__ = ["MeasureConfig", "MeasurementError", "check_finite", "measure"]
 

@@ -26,7 +26,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, final
 
-__all__ = ["SCHEMA_VERSION", "BaselineEntry", "BaselineError", "BaselineStore"]
+from pytest_accel.core.measurement import Measurement, compared_samples
+from pytest_accel.core.stats import median
+
+__all__ = [
+    "COMPARABLE_PROVENANCE",
+    "MAX_RUN_HISTORY",
+    "SCHEMA_VERSION",
+    "BaselineEntry",
+    "BaselineError",
+    "BaselineStore",
+    "run_history",
+]
 
 # Version of the file layout. A reader refuses a higher number: a newer writer may have changed what a
 # field means, and guessing would compare against the wrong figure.
@@ -48,6 +59,11 @@ _SHOWN_VALUE_CHARS = 60
 _WORLD_SIZE_SUFFIX = re.compile(r"-w\d+\Z")
 # What a samples list must be, the start of every message about one (tools may search for it).
 _SAMPLES_PROBLEM = "expected a list of positive finite numbers"
+# Provenance fields that change what a figure means: a baseline that differs in one is not compared.
+COMPARABLE_PROVENANCE = ("cpu_threads",)
+# Recorded runs kept per baseline entry: enough for a stable spread, few enough that a baseline
+# follows slow, accepted drift (each --accel-update drops the oldest).
+MAX_RUN_HISTORY = 10
 
 
 class BaselineError(Exception):
@@ -190,6 +206,29 @@ class BaselineEntry:
             raise ValueError(f"invalid BaselineEntry {invalid}") from None
         for name, value in normalized.items():  # lists to tuples, ints to floats, a private provenance copy
             object.__setattr__(self, name, value)
+
+    @property
+    def items_per_second(self) -> float:
+        """The recorded throughput: items per call over the median seconds per call."""
+        return self.items_per_call / median(self.samples)
+
+    @property
+    def compared_median(self) -> float:
+        """The figure a verdict compares, of the latest recording (probe-normalised where recorded)."""
+        return median(compared_samples(self.samples, self.probe_samples))
+
+    def incomparable(self, measurement: Measurement, provenance: Mapping[str, str]) -> str | None:
+        """Why ``measurement`` (taken with ``provenance``) must not be judged against this entry, or None."""
+        if self.unit != measurement.unit or self.items_per_call != measurement.items_per_call:
+            return (
+                f"the baseline measured {self.items_per_call:g} {self.unit} per call, this run "
+                f"{measurement.items_per_call:g} {measurement.unit}: the workload changed"
+            )
+        for key in COMPARABLE_PROVENANCE:
+            then, now = self.provenance.get(key), provenance.get(key)
+            if then is not None and now is not None and then != now:
+                return f"the baseline was taken with {key}={then}, this run has {key}={now}"
+        return None
 
     def to_json(self) -> dict[str, Any]:
         """The entry as stored under ``entries[test][metric]``; samples rounded to 5 significant digits."""
@@ -381,6 +420,24 @@ def _check_name(value: str, what: str) -> None:
         raise ValueError(f"{what} {value!r} cannot name a baseline folder or file (empty, a path, or hidden)")
 
 
+def run_history(
+    previous: BaselineEntry | None, measurement: Measurement, provenance: Mapping[str, str], reset: bool
+) -> tuple[float, ...]:
+    """The run medians to store with a new recording: the previous ones plus this run's, when comparable.
+
+    Every recording is kept (up to MAX_RUN_HISTORY), also one that moved: a machine whose kernels
+    drift between sessions must show that spread, or the gate flags the drift. ``reset``
+    (--accel-reset-history) starts the history anew, for an accepted change of the code.
+    """
+    current = median(measurement.compared_samples)
+    if reset or previous is None or previous.incomparable(measurement, provenance) is not None:
+        return (current,)
+    if bool(previous.probe_samples) != bool(measurement.probe_samples):
+        return (current,)  # normalised and raw figures do not mix
+    earlier = previous.run_medians or (previous.compared_median,)
+    return (*earlier, current)[-MAX_RUN_HISTORY:]
+
+
 @final
 class BaselineStore:
     """The baseline files under one root folder: ``<root>/<device_key>/<profile>[-w<N>].json``."""
@@ -438,6 +495,25 @@ class BaselineStore:
                 kept = {test: metrics for test, metrics in stored.items() if test in keep}
                 _write_atomically(path, _serialize(device_key, profile, world_size, kept))
         return stale
+
+    def identify(self, path: Path) -> tuple[str, str, int]:
+        """(device key, profile, world size) of a file under the root, the inverse of ``path_for``.
+
+        Raises ``BaselineError`` for a name ``path_for`` would not give.
+        """
+        device_key, stem = path.parent.name, path.stem
+        profile, world = stem, 1
+        suffix = _WORLD_SIZE_SUFFIX.search(stem)
+        if suffix is not None:
+            profile, world = stem[: suffix.start()], int(suffix.group()[2:])
+        try:
+            if self.path_for(device_key, profile, world) != path:
+                raise ValueError("not where this store keeps it")
+        except ValueError as error:
+            raise BaselineError(
+                f"{path}: not a baseline file name (<device key>/<profile>[-w<N>].json): {error}"
+            ) from None
+        return device_key, profile, world
 
     def files(self) -> list[Path]:
         """Every baseline file under the root, sorted (lock and temporary files excluded)."""

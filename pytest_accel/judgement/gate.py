@@ -1,31 +1,40 @@
-"""The regression gate: a measurement against its baseline entry, with re-measurement of suspects.
+"""The regression gate: a measurement against its baseline entry, with every confirmation of a suspect.
 
-No pytest here: the fixture turns a failing ``GateResult`` into a test failure.
+All of confirmation lives here, in order:
+
+1. ``run_gate``: judge the first measurement; while it looks regressed, re-measure in this process
+   (up to ``confirmations`` times) through the callable the fixture hands in.
+2. ``Gate.judge``: a regression that survived is measured once more in a fresh ``pytest`` process
+   (``pytest_accel.judgement.confirm``), and the test fails only if that process agrees.
+3. ``Gate.failure``: whether the outcome fails its test under the run's mode, and the message.
+
+No pytest here: the fixture turns a failure message into a test failure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, final
+from pathlib import Path
+from typing import final
 
+from pytest_accel.core.measurement import Measurement, display_name
+from pytest_accel.core.units import format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
-from pytest_accel.judgement.confirm import FreshVerdict
-from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.stats import median
-from pytest_accel.judgement.verdict import Observation, Outcome, Verdict, VerdictPolicy, combine, judge_memory, judge_time
+from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
+from pytest_accel.judgement.verdict import (
+    Observation,
+    Outcome,
+    Verdict,
+    VerdictPolicy,
+    VerdictRecord,
+    combine,
+    judge_memory,
+    judge_time,
+)
 
-__all__ = [
-    "COMPARABLE_PROVENANCE",
-    "MAX_RUN_HISTORY",
-    "GateResult",
-    "run_gate",
-    "run_history",
-    "with_fresh_confirmation",
-]
+__all__ = ["Gate", "GateMode", "GateResult", "Judgement", "provenance_changes", "run_gate", "with_fresh_confirmation"]
 
-# Provenance fields that change what a figure means: a baseline that differs in one is not compared.
-COMPARABLE_PROVENANCE = ("cpu_threads",)
 # Provenance fields shown when they changed since the baseline (an upgrade explains a shift).
 _SHOWN_PROVENANCE = ("torch", "cuda_runtime", "cuda_driver", "habana_torch_plugin", "device_model")
 
@@ -40,73 +49,24 @@ class GateResult:
     measurements: tuple[Measurement, ...]  # the first measurement, then any re-measurements
 
     @property
+    def record(self) -> VerdictRecord:
+        """The typed verdict reports carry."""
+        return VerdictRecord(self.time, self.memory, len(self.measurements) - 1)
+
+    @property
     def outcome(self) -> Outcome:
         """The worst outcome: a memory regression counts like a time regression."""
-        if self.memory is not None and self.memory.outcome is Outcome.REGRESSED:
-            return Outcome.REGRESSED
-        return self.time.outcome
+        return self.record.outcome
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary for reports."""
-        return {
-            "outcome": self.outcome.value,
-            "time": _verdict_dict(self.time),
-            "memory": None if self.memory is None else _verdict_dict(self.memory),
-            "remeasurements": len(self.measurements) - 1,
-        }
-
-
-def _verdict_dict(verdict: Verdict) -> dict[str, Any]:
-    return {
-        "outcome": verdict.outcome.value,
-        "reason": verdict.reason,
-        "ratio": verdict.ratio,
-        "low": verdict.low,
-        "high": verdict.high,
-        "p_value": verdict.p_value,
-        "normalized": verdict.normalized,
-    }
+    @property
+    def reported(self) -> Measurement:
+        """The measurement the report shows: the last re-measurement of a regression, else the first."""
+        return self.measurements[-1] if self.outcome is Outcome.REGRESSED else self.measurements[0]
 
 
 def _observation(source: Measurement | BaselineEntry) -> Observation:
     runs = source.run_medians if isinstance(source, BaselineEntry) else ()
     return Observation(source.samples, source.probe_samples, source.peak_memory_bytes, runs)
-
-
-def _incomparable(measurement: Measurement, entry: BaselineEntry, provenance: Mapping[str, str]) -> str | None:
-    if entry.unit != measurement.unit or entry.items_per_call != measurement.items_per_call:
-        return (
-            f"the baseline measured {entry.items_per_call:g} {entry.unit} per call, this run "
-            f"{measurement.items_per_call:g} {measurement.unit}: the workload changed"
-        )
-    for key in COMPARABLE_PROVENANCE:
-        then, now = entry.provenance.get(key), provenance.get(key)
-        if then is not None and now is not None and then != now:
-            return f"the baseline was taken with {key}={then}, this run has {key}={now}"
-    return None
-
-
-# Recorded runs kept per baseline entry: enough for a stable spread, few enough that a baseline
-# follows slow, accepted drift (each --accel-update drops the oldest).
-MAX_RUN_HISTORY = 10
-
-
-def run_history(
-    previous: BaselineEntry | None, measurement: Measurement, provenance: Mapping[str, str], reset: bool
-) -> tuple[float, ...]:
-    """The run medians to store with a new recording: the previous ones plus this run's, when comparable.
-
-    Every recording is kept (up to MAX_RUN_HISTORY), also one that moved: a machine whose kernels
-    drift between sessions must show that spread, or the gate flags the drift. ``reset``
-    (--accel-reset-history) starts the history anew, for an accepted change of the code.
-    """
-    current = median(_observation(measurement).compared)
-    if reset or previous is None or _incomparable(measurement, previous, provenance) is not None:
-        return (current,)
-    if bool(previous.probe_samples) != bool(measurement.probe_samples):
-        return (current,)  # normalised and raw figures do not mix
-    earlier = previous.run_medians or (median(_observation(previous).compared),)
-    return (*earlier, current)[-MAX_RUN_HISTORY:]
 
 
 def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
@@ -147,7 +107,7 @@ def run_gate(
         return GateResult(
             Verdict(Outcome.NEW, "time", "no baseline for this test on this device"), None, (measurement,)
         )
-    reason = _incomparable(measurement, entry, provenance)
+    reason = entry.incomparable(measurement, provenance)
     if reason is not None:
         return GateResult(Verdict(Outcome.NEW, "time", f"not compared: {reason}"), None, (measurement,))
     if entry.tolerance is not None or entry.memory_tolerance is not None:
@@ -167,3 +127,96 @@ def run_gate(
             break
     memory = judge_memory(_observation(measurement), baseline, policy) if gate_memory else None
     return GateResult(combine(first, again), memory, tuple(taken))
+
+
+@final
+@dataclass(frozen=True)
+class GateMode:
+    """How a run treats outcomes (from its options): what fails, and which confirmations it may pay for."""
+
+    update: bool = False  # recording baselines: verdicts are reported, nothing fails, nothing is re-measured
+    strict: bool = False  # a noisy verdict fails
+    require_baseline: bool = False  # a new (unjudged) measurement fails
+    confirmations: int = 2  # in-process re-measurements of a suspected regression
+    # A fresh pytest process confirms a regression; None when this run may not spawn one (turned off,
+    # under torchrun, or this process is itself a confirmation child).
+    fresh_process: ChildSettings | None = None
+
+
+@final
+@dataclass(frozen=True)
+class Judgement:
+    """What the gate concluded for one measurement, and the failure message when it fails its test."""
+
+    result: GateResult
+    failure: str | None
+
+
+@final
+class Gate:
+    """Judges one run's measurements against the stored entries of its device, profile and world size."""
+
+    def __init__(
+        self,
+        entries: Callable[[], Mapping[tuple[str, str], BaselineEntry]],
+        provenance: Mapping[str, str],
+        mode: GateMode,
+        rootdir: Path,
+        gate_memory: bool,
+    ) -> None:
+        self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
+        self._provenance = provenance
+        self._mode = mode
+        self._rootdir = rootdir
+        self._gate_memory = gate_memory
+
+    def judge(
+        self, test: str, measurement: Measurement, policy: VerdictPolicy, remeasure: Callable[[], Measurement]
+    ) -> Judgement:
+        """Judge ``measurement`` of ``test``, confirming a suspected regression before it fails."""
+        mode = self._mode
+        entry = self._entries().get((test, measurement.name))
+        confirmations = 0 if mode.update else mode.confirmations
+        gate = run_gate(measurement, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory)
+        if gate.time.outcome is Outcome.REGRESSED and mode.fresh_process is not None and not mode.update:
+            fresh = confirm_in_fresh_process(test, measurement.name, self._rootdir, mode.fresh_process)
+            gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh))
+        why = self._fails(gate.outcome)
+        return Judgement(gate, None if why is None else self._message(test, gate, entry, why))
+
+    def _fails(self, outcome: Outcome) -> str | None:
+        """Why an outcome fails its test under the run's mode, or None."""
+        mode = self._mode
+        if mode.update:
+            return None  # recording new baselines: report, do not fail
+        if outcome is Outcome.REGRESSED:
+            return "regressed"
+        if outcome is Outcome.NOISY and mode.strict:
+            return "noisy (and --accel-strict is set)"
+        if outcome is Outcome.NEW and mode.require_baseline:
+            return "no baseline (and --accel-require-baseline is set)"
+        return None
+
+    def _message(self, test: str, gate: GateResult, entry: BaselineEntry | None, why: str) -> str:
+        result = gate.reported
+        lines = [f"perf {why}: {display_name(test, result.name)} on {result.device_key}"]
+        if entry is not None:
+            then = entry.items_per_second
+            lines.append(
+                f"  throughput: baseline {format_rate(then)} {result.unit}/s, now "
+                f"{format_rate(result.items_per_second)} {result.unit}/s ({result.items_per_second / then:.3f}x)"
+            )
+        lines.append(f"  time: {gate.time.reason}")
+        if gate.memory is not None:
+            lines.append(f"  memory: {gate.memory.reason}")
+        if entry is not None:
+            provenance = entry.provenance
+            lines.append(
+                f"  baseline: commit {provenance.get('commit', '?')}, {provenance.get('date', '?')}, "
+                f"torch {provenance.get('torch', '?')}"
+            )
+            changes = provenance_changes(entry, self._provenance)
+            if changes:
+                lines.append(f"  changed since the baseline: {changes}")
+        lines.append("  if the change is intended, record it: pytest ... --accel-reset-history -k <this test>")
+        return "\n".join(lines)

@@ -29,13 +29,24 @@ from __future__ import annotations
 import enum
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import final
+from typing import Any, final
 
+from pytest_accel.core.measurement import compared_samples, probe_normalized
 from pytest_accel.core.stats import mann_whitney_p, median, ratio_confidence_interval, relative_spread, z_score
+from pytest_accel.core.units import format_percent_change as _percent
 
-__all__ = ["Observation", "Outcome", "Verdict", "VerdictPolicy", "combine", "judge_memory", "judge_time"]
+__all__ = [
+    "Observation",
+    "Outcome",
+    "Verdict",
+    "VerdictPolicy",
+    "VerdictRecord",
+    "combine",
+    "judge_memory",
+    "judge_time",
+]
 
 
 class Outcome(enum.Enum):
@@ -61,14 +72,12 @@ class Observation:
     @property
     def compared(self) -> tuple[float, ...]:
         """What a verdict compares: normalised samples when there is a probe, else seconds."""
-        return self.normalized or tuple(self.samples)
+        return compared_samples(self.samples, self.probe_samples)
 
     @property
     def normalized(self) -> tuple[float, ...]:
         """Round time over its probe figure (see Measurement); empty when there is no probe."""
-        if not self.probe_samples or len(self.probe_samples) != len(self.samples):
-            return ()
-        return tuple(s / p for s, p in zip(self.samples, self.probe_samples, strict=True))
+        return probe_normalized(self.samples, self.probe_samples)
 
 
 @final
@@ -123,14 +132,84 @@ class Verdict:
     p_value: float | None = None  # Mann-Whitney, two-sided
     normalized: bool = False  # whether the time ratio was taken on probe-normalised samples
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (result files, test reports)."""
+        return {
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "ratio": self.ratio,
+            "low": self.low,
+            "high": self.high,
+            "p_value": self.p_value,
+            "normalized": self.normalized,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object, metric: str) -> Verdict:
+        """Inverse of ``to_dict``; raises ``ValueError`` naming the bad field."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{metric} verdict: expected an object, got {type(data).__name__}")
+        try:
+            outcome = Outcome(data.get("outcome"))
+        except ValueError:
+            raise ValueError(f"{metric} verdict: unknown outcome {data.get('outcome')!r}") from None
+        reason = data.get("reason", "")
+        if not isinstance(reason, str):
+            raise ValueError(f"{metric} verdict: 'reason' must be a string")
+        figures = {name: _optional_number(data.get(name), f"{metric} verdict: {name!r}") for name in _FIGURES}
+        return cls(outcome, metric, reason, normalized=data.get("normalized") is True, **figures)
+
+
+_FIGURES = ("ratio", "low", "high", "p_value")
+
+
+def _optional_number(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{where} must be a finite number or null, got {value!r}")
+    return float(value)
+
+
+@final
+@dataclass(frozen=True)
+class VerdictRecord:
+    """One measurement's verdict as reports see it: time, memory (when known), re-measurements taken."""
+
+    time: Verdict
+    memory: Verdict | None = None
+    remeasurements: int = 0
+
     @property
-    def fails(self) -> bool:
-        """Whether this verdict fails its test (before --accel-strict / --accel-require-baseline)."""
-        return self.outcome is Outcome.REGRESSED
+    def outcome(self) -> Outcome:
+        """The worst outcome: a memory regression counts like a time regression."""
+        if self.memory is not None and self.memory.outcome is Outcome.REGRESSED:
+            return Outcome.REGRESSED
+        return self.time.outcome
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, as stored in ``--accel-json`` under each result's ``verdict``."""
+        return {
+            "outcome": self.outcome.value,
+            "time": self.time.to_dict(),
+            "memory": None if self.memory is None else self.memory.to_dict(),
+            "remeasurements": self.remeasurements,
+        }
 
-def _percent(ratio: float) -> str:
-    return f"{(ratio - 1) * 100:+.1f}%"
+    @classmethod
+    def from_dict(cls, data: object) -> VerdictRecord:
+        """Inverse of ``to_dict``; raises ``ValueError`` naming the bad field."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"verdict: expected an object, got {type(data).__name__}")
+        memory = data.get("memory")
+        remeasurements = data.get("remeasurements", 0)
+        if isinstance(remeasurements, bool) or not isinstance(remeasurements, int) or remeasurements < 0:
+            raise ValueError(f"verdict: 'remeasurements' must be an integer >= 0, got {remeasurements!r}")
+        return cls(
+            Verdict.from_dict(data.get("time"), "time"),
+            None if memory is None else Verdict.from_dict(memory, "memory"),
+            remeasurements,
+        )
 
 
 def _ratio_interval(

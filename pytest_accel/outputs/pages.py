@@ -2,36 +2,33 @@
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_accel.judgement.history import ChangePoint
-from pytest_accel.outputs.terminal import format_rate, percent_of_peak
-from pytest_accel.core.measurement import Measurement
-from pytest_accel.outputs.results import ResultFile
+from pytest_accel.core.measurement import Measurement, display_name
+from pytest_accel.core.units import format_rate, percent_of_peak
+from pytest_accel.judgement.verdict import Outcome
+from pytest_accel.outputs.plots import plot_png
+from pytest_accel.outputs.results import Recorded, ResultFile
+from pytest_accel.outputs.terminal import verdict_cell
 
 __all__ = [
     "Pivot",
+    "column_labels",
     "cross_device_rows",
     "html_page",
+    "html_table",
     "markdown_table",
     "pivot",
     "pivot_plots",
     "pivot_rows",
-    "plot_png",
+    "run_summary_markdown",
 ]
 
 Key = tuple[str, str]
-
-
-def _name(key: Key) -> str:
-    test, metric = key
-    return test if metric == "throughput" else f"{test} [{metric}]"
 
 
 def cross_device_rows(files: Sequence[ResultFile], reference: str | None) -> tuple[list[str], list[list[str]]]:
@@ -47,7 +44,7 @@ def cross_device_rows(files: Sequence[ResultFile], reference: str | None) -> tup
     rows = []
     for key in keys:
         rates = {label: f.measurements[key] for label, f in zip(devices, files, strict=True) if key in f.measurements}
-        row = [_name(key)]
+        row = [display_name(*key)]
         for device in devices:
             m = rates.get(device)
             row.append("-" if m is None or m.disabled else f"{format_rate(m.items_per_second)} {m.unit}/s")
@@ -139,7 +136,7 @@ def _rate(m: Measurement | None) -> str:
 
 def _group(test: str, metric: str, extra: Mapping[str, Any], label: str) -> str:
     """``test_fn [metric] (other=labels)``: the test function without its parameter id, and its other labels."""
-    name = _name((test.split("[", 1)[0], metric))
+    name = display_name(test.split("[", 1)[0], metric)
     others = [f"{k}={v}" for k, v in sorted(extra.items()) if k != label and isinstance(v, str | int | bool)]
     return name + (f" ({', '.join(others)})" if others else "")
 
@@ -157,75 +154,34 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_summary_markdown(results: Sequence[tuple[str, Measurement, Mapping[str, Any] | None]], title: str) -> str:
+def run_summary_markdown(records: Sequence[Recorded], title: str) -> str:
     """The job-page summary of one run: regressions first, then every figure with its verdict."""
     order = {"regressed": 0, "noisy": 1, "improved": 2, "new": 3, "unchanged": 4}
-    ranked = sorted(results, key=lambda r: (order.get(str((r[2] or {}).get("outcome")), 5), r[0]))
-    regressed = [r for r in ranked if (r[2] or {}).get("outcome") == "regressed"]
+
+    def rank(record: Recorded) -> tuple[int, str]:
+        outcome = "" if record.verdict is None else record.verdict.outcome.value
+        return order.get(outcome, 5), display_name(record.test, record.measurement.name)
+
+    ranked = sorted(records, key=rank)
+    regressed = [r for r in ranked if r.verdict is not None and r.verdict.outcome is Outcome.REGRESSED]
     lines = [f"## {title}", ""]
     if regressed:
         lines.append(f"**{len(regressed)} regression(s)**:")
-        lines += [f"- `{name}`: {(v or {})['time']['reason']}" for name, _, v in regressed]
+        lines += [
+            f"- `{display_name(r.test, r.measurement.name)}`: {r.verdict.time.reason}"
+            for r in regressed
+            if r.verdict is not None
+        ]
     else:
         lines.append("No regression.")
     rows = []
-    for name, m, verdict in ranked:
-        outcome = str((verdict or {}).get("outcome", "-"))
-        ratio = ((verdict or {}).get("time") or {}).get("ratio")
-        change = "" if ratio is None else f" {(ratio - 1) * 100:+.1f}%"
+    for record in ranked:
+        m = record.measurement
         rate = "disabled" if m.disabled else f"{format_rate(m.items_per_second)} {m.unit}/s"
         spread = "-" if m.disabled else f"±{m.spread * 100:.1f}%"
-        rows.append([f"`{name}`", rate, spread, percent_of_peak(m.extra), f"{outcome}{change}"])
+        name = display_name(record.test, m.name)
+        rows.append([f"`{name}`", rate, spread, percent_of_peak(m.extra), verdict_cell(record.verdict)])
     return "\n".join(lines) + "\n\n" + markdown_table(["test", "throughput", "spread", "% peak", "verdict"], rows)
-
-
-def plot_png(
-    title: str,
-    series: Mapping[str, Sequence[float]],
-    labels: Sequence[str],
-    ylabel: str,
-    changes: Sequence[ChangePoint] = (),
-    bars: bool = False,
-) -> str:
-    """A matplotlib figure as a base64 PNG (bars per device, or a line per figure over nights)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7, 3.2), dpi=110)
-    if bars:  # one bar per label; with several series, a group of bars per label (one per series)
-        width = 0.8 / len(series)
-        for index, (name, values) in enumerate(series.items()):
-            offsets = [i - 0.4 + width * (index + 0.5) for i in range(len(values))]
-            heights = [0 if math.isnan(v) else v for v in values]
-            color = "#3b6ea8" if len(series) == 1 else None
-            axes.bar(offsets, heights, width=width, color=color, label=name)
-        axes.set_xticks(range(len(labels)), labels, rotation=15, ha="right", fontsize=8)
-        if len(series) > 1:
-            axes.legend(fontsize=7)
-    else:
-        for name, values in series.items():
-            axes.plot(range(len(values)), values, marker="o", label=name)
-        for point in changes:
-            axes.axvline(point.index - 0.5, color="#c0392b", linestyle="--", linewidth=1)
-            axes.annotate(
-                f"{(point.ratio - 1) * 100:+.0f}%",
-                (point.index - 0.5, axes.get_ylim()[1]),
-                color="#c0392b",
-                fontsize=8,
-                ha="left",
-                va="top",
-            )
-        axes.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
-    axes.set_title(title, fontsize=9)
-    axes.set_ylabel(ylabel, fontsize=8)
-    axes.grid(alpha=0.3)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    plt.close(figure)
-    return base64.b64encode(buffer.getvalue()).decode()
 
 
 def html_page(title: str, sections: Sequence[tuple[str, str, Sequence[str]]]) -> str:

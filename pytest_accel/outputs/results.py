@@ -1,23 +1,85 @@
-"""Reading ``--accel-json`` result files: validated, never modified. Pure: no torch, no pytest."""
+"""``--accel-json`` result files: written once per run, read validated and never modified. Pure: no torch, no pytest."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
 from pytest_accel.core.measurement import Measurement
+from pytest_accel.judgement.verdict import VerdictRecord
 
-__all__ = ["RESULTS_SCHEMA", "ResultFile", "ResultsError", "load_results"]
+__all__ = [
+    "RESULTS_SCHEMA",
+    "USER_PROPERTY",
+    "Recorded",
+    "ResultFile",
+    "ResultsError",
+    "load_results",
+    "results_document",
+]
 
 RESULTS_SCHEMA = 1  # version of the --accel-json layout this code writes and reads
+USER_PROPERTY = "accel_measurement"  # key of a result's JSON in report.user_properties / JUnit XML
 
 
 class ResultsError(Exception):
     """A result file that cannot be used; the message names the file and why."""
+
+
+@final
+@dataclass(frozen=True)
+class Recorded:
+    """One measurement of a run, as it came back on its test report: what is written per result."""
+
+    test: str  # pytest node id
+    outcome: str  # the test's pytest outcome: passed, failed, skipped
+    measurement: Measurement
+    verdict: VerdictRecord | None  # None when not judged (--benchmark-disable)
+
+    @classmethod
+    def from_property(cls, test: str, outcome: str, value: str) -> Recorded:
+        """A result from the JSON a test report carries under ``USER_PROPERTY`` (see ``property_value``)."""
+        data = json.loads(value)
+        verdict = data.pop("verdict", None)
+        return cls(
+            test, outcome, Measurement.from_dict(data), None if verdict is None else VerdictRecord.from_dict(verdict)
+        )
+
+    @staticmethod
+    def property_value(measurement: Measurement, verdict: VerdictRecord | None) -> str:
+        """The JSON a test report carries for one measurement and its verdict."""
+        return json.dumps({**measurement.to_dict(), "verdict": None if verdict is None else verdict.to_dict()})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result entry: the measurement's fields with the test, its outcome and the verdict."""
+        verdict = None if self.verdict is None else self.verdict.to_dict()
+        return {"test": self.test, "outcome": self.outcome, "verdict": verdict, **self.measurement.to_dict()}
+
+
+def results_document(
+    recorded: Sequence[Recorded],
+    *,
+    device_kind: str,
+    device_key: str | None,
+    provenance: Mapping[str, str],
+    profile: str,
+    world_size: int,
+) -> dict[str, Any]:
+    """The ``--accel-json`` document of one run (``load_results`` reads it back)."""
+    return {
+        "schema": RESULTS_SCHEMA,
+        "device": {"kind": device_kind, "key": device_key},
+        "provenance": dict(provenance),
+        "profile": profile,
+        "world_size": world_size,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "results": [r.to_dict() for r in recorded],
+    }
 
 
 @final
@@ -31,12 +93,7 @@ class ResultFile:
     date: str  # ISO 8601, UTC; "" for files written before dates were recorded
     provenance: Mapping[str, str]
     measurements: Mapping[tuple[str, str], Measurement]  # (test id, metric) -> measurement
-    verdicts: Mapping[tuple[str, str], Mapping[str, Any] | None]
-
-    @property
-    def label(self) -> str:
-        """How a column or a point is named: the device key, or the date for history."""
-        return self.device_key
+    verdicts: Mapping[tuple[str, str], VerdictRecord | None]
 
 
 def load_results(path: Path) -> ResultFile:
@@ -62,7 +119,7 @@ def load_results(path: Path) -> ResultFile:
     if not isinstance(device, dict) or not isinstance(device.get("key"), str):
         raise ResultsError(f"{path}: 'device' must be an object with a string 'key'")
     measurements: dict[tuple[str, str], Measurement] = {}
-    verdicts: dict[tuple[str, str], Mapping[str, Any] | None] = {}
+    verdicts: dict[tuple[str, str], VerdictRecord | None] = {}
     results = document.get("results")
     if not isinstance(results, list):
         raise ResultsError(f"{path}: 'results' must be a list")
@@ -82,7 +139,7 @@ def load_results(path: Path) -> ResultFile:
     )
 
 
-def _entry(path: Path, index: int, entry: object) -> tuple[tuple[str, str], Measurement, Mapping[str, Any] | None]:
+def _entry(path: Path, index: int, entry: object) -> tuple[tuple[str, str], Measurement, VerdictRecord | None]:
     where = f"{path}: results[{index}]"
     if not isinstance(entry, dict) or not isinstance(entry.get("test"), str):
         raise ResultsError(f"{where}: expected an object with a string 'test'")
@@ -93,5 +150,9 @@ def _entry(path: Path, index: int, entry: object) -> tuple[tuple[str, str], Meas
         raise ResultsError(f"{where} ({entry['test']}): not a measurement: {error}") from None
     if any(not (math.isfinite(s) and s > 0) for s in measurement.samples):
         raise ResultsError(f"{where} ({entry['test']}): samples must be finite and positive")
-    verdict = entry.get("verdict")
-    return (entry["test"], measurement.name), measurement, verdict if isinstance(verdict, dict) else None
+    raw_verdict = entry.get("verdict")
+    try:
+        verdict = None if raw_verdict is None else VerdictRecord.from_dict(raw_verdict)
+    except ValueError as error:
+        raise ResultsError(f"{where} ({entry['test']}): {error}") from None
+    return (entry["test"], measurement.name), measurement, verdict

@@ -2,53 +2,21 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
 
-if TYPE_CHECKING:
-    from pytest_accel.session import Recorded
+from pytest_accel.core.measurement import display_name
+from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
+from pytest_accel.judgement.verdict import VerdictRecord
+from pytest_accel.outputs.results import Recorded
 
-__all__ = ["format_bytes", "format_rate", "format_seconds", "measurement_table", "verdict_summary"]
+__all__ = ["measurement_table", "verdict_cell", "verdict_summary"]
 
 _HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "% peak", "peak mem", "verdict")
 
 
-def format_bytes(count: int | float | None) -> str:
-    """Human-readable binary size: ``1.50 GiB``; ``?`` when unknown."""
-    if count is None:
-        return "?"
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-    return f"{value:.2f} TiB"
-
-
-def format_rate(value: float) -> str:
-    """Three significant figures with a k/M/G suffix: ``1.23k``."""
-    if not math.isfinite(value):
-        return "-"
-    for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g}{suffix}"
-    return f"{value:.3g}"
-
-
-def format_seconds(value: float) -> str:
-    """A latency with a fitting unit: ``812 us``, ``3.2 ms``, ``1.05 s``."""
-    if not math.isfinite(value):
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
-
-
 def _row(record: Recorded) -> tuple[str, ...]:
     m = record.measurement
-    test = record.nodeid if m.name == "throughput" else f"{record.nodeid} [{m.name}]"
+    test = display_name(record.test, m.name)
     if m.disabled:
         return (test, m.device_key, "disabled", "-", "-", "-", "-", "-", "-")
     tflops = m.tflops
@@ -61,32 +29,18 @@ def _row(record: Recorded) -> tuple[str, ...]:
         "-" if tflops is None else f"{tflops:.3g}",
         percent_of_peak(m.extra),
         format_bytes(m.peak_memory_bytes),
-        _verdict_cell(record.verdict),
+        verdict_cell(record.verdict),
     )
 
 
-def percent_of_peak(extra: Mapping[str, Any]) -> str:
-    """``41% [ds 35%]`` of compute and/or ``bw 63%`` of memory bandwidth; measured first, datasheet in brackets."""
-    cells = []
-    for kind, prefix in (("tflops", ""), ("bandwidth", "bw ")):
-        measured = extra.get(f"percent_of_measured_{kind}")
-        if measured is None:
-            continue
-        sheet = extra.get(f"percent_of_datasheet_{kind}")
-        cells.append(f"{prefix}{measured:.0f}%" + ("" if sheet is None else f" [ds {sheet:.0f}%]"))
-    return " ".join(cells) or "-"
-
-
-def _verdict_cell(verdict: Mapping[str, Any] | None) -> str:
-    """``unchanged +1.2%``, ``regressed +17.0% (memory)``, ``new``."""
+def verdict_cell(verdict: VerdictRecord | None) -> str:
+    """``unchanged +1.2%``, ``regressed +17.0% (memory)``, ``new``; ``-`` when not judged."""
     if verdict is None:
         return "-"
-    cell = str(verdict["outcome"])
-    ratio = verdict["time"].get("ratio")
-    if ratio is not None:
-        cell += f" {(ratio - 1) * 100:+.1f}%"
-    memory = verdict.get("memory")
-    if memory is not None and memory["outcome"] == "regressed":
+    cell = verdict.outcome.value
+    if verdict.time.ratio is not None:
+        cell += f" {format_percent_change(verdict.time.ratio)}"
+    if verdict.memory is not None and verdict.memory.outcome.value == "regressed":
         cell += " (memory)"
     return cell
 
@@ -110,7 +64,7 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
     counts: dict[str, int] = {}
     for record in records:
         if record.verdict is not None:
-            outcome = str(record.verdict["outcome"])
+            outcome = record.verdict.outcome.value
             counts[outcome] = counts.get(outcome, 0) + 1
     lines = [
         f"accel: {count} {outcome}" + (f": {_HINTS[outcome].format(where=where)}" if outcome in _HINTS else "")

@@ -7,7 +7,7 @@ support matrix says otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, final
 
 from pytest_accel.engine.devices.base import EventTimer, OutOfMemoryReport, requested_bytes_from_message, slug
 

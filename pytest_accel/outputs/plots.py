@@ -1,0 +1,61 @@
+"""Plots for the HTML pages: matplotlib figures as base64 PNGs (matplotlib is imported only here, when drawing)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Mapping, Sequence
+
+from pytest_accel.judgement.history import ChangePoint
+
+__all__ = ["plot_png"]
+
+
+def plot_png(
+    title: str,
+    series: Mapping[str, Sequence[float]],
+    labels: Sequence[str],
+    ylabel: str,
+    changes: Sequence[ChangePoint] = (),
+    bars: bool = False,
+) -> str:
+    """A matplotlib figure as a base64 PNG (bars per device, or a line per figure over nights)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 3.2), dpi=110)
+    if bars:  # one bar per label; with several series, a group of bars per label (one per series)
+        width = 0.8 / len(series)
+        for index, (name, values) in enumerate(series.items()):
+            offsets = [i - 0.4 + width * (index + 0.5) for i in range(len(values))]
+            heights = [0 if math.isnan(v) else v for v in values]
+            color = "#3b6ea8" if len(series) == 1 else None
+            axes.bar(offsets, heights, width=width, color=color, label=name)
+        axes.set_xticks(range(len(labels)), labels, rotation=15, ha="right", fontsize=8)
+        if len(series) > 1:
+            axes.legend(fontsize=7)
+    else:
+        for name, values in series.items():
+            axes.plot(range(len(values)), values, marker="o", label=name)
+        for point in changes:
+            axes.axvline(point.index - 0.5, color="#c0392b", linestyle="--", linewidth=1)
+            axes.annotate(
+                f"{(point.ratio - 1) * 100:+.0f}%",
+                (point.index - 0.5, axes.get_ylim()[1]),
+                color="#c0392b",
+                fontsize=8,
+                ha="left",
+                va="top",
+            )
+        axes.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
+    axes.set_title(title, fontsize=9)
+    axes.set_ylabel(ylabel, fontsize=8)
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode()

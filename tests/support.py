@@ -1,0 +1,18 @@
+"""Constants shared by the plugin's tests (importable as ``support``: tests/ is on the import path)."""
+
+from __future__ import annotations
+
+__all__ = ["FAST_OPTIONS", "PERF_TEST"]
+
+# A perf test file for pytester runs: a tiny matmul, measured with small budgets.
+PERF_TEST = """
+import pytest
+import torch
+
+def test_matmul(throughput, accel_device):
+    a = torch.randn(64, 64, device=accel_device.torch_device())
+    m = throughput(lambda: a @ a, items=64, unit="rows", flops=2 * 64**3)
+    assert m.disabled or m.items_per_second > 0
+"""
+
+FAST_OPTIONS = ("--accel-measure-seconds", "0.05", "-p", "no:cacheprovider")
