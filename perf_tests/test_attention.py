@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 import torch
 from workloads.attention import BACKENDS, AttentionShape, shapes
+from workloads.checks import check_measurement
 
 from pytest_accel.engine.devices.base import Device
 
@@ -56,7 +57,7 @@ def test_attention_forward(
             bytes_moved=shape.bytes_moved(element_bytes) if shape.memory_bound else None,
             shape=shape.name,
         )
-    assert result.disabled or result.tflops is not None
+    check_measurement(result, unit="sequences", items=shape.batch, flops=shape.flops())
 
 
 @pytest.mark.parametrize("shape_name", [name for name, shape in _ALL_SHAPES.items() if shape.training])
@@ -76,5 +77,6 @@ def test_attention_forward_backward(
         assert query.grad is not None
         return query.grad
 
-    result = throughput(step, items=shape.batch, unit="sequences", flops=shape.flops() + shape.flops(backward=True))
-    assert result.disabled or result.tflops is not None
+    flops = shape.flops() + shape.flops(backward=True)
+    result = throughput(step, items=shape.batch, unit="sequences", flops=flops)
+    check_measurement(result, unit="sequences", items=shape.batch, flops=flops)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import torch
 from workloads import bridgetower, device_decode, images
+from workloads.checks import check_measurement
 
 from pytest_accel.engine.devices.base import Device
 
@@ -88,7 +89,7 @@ def test_data_path(
         result = throughput(
             lambda: next_batch()["pixel_values"], items=batch, unit="samples", pipelined=workers != 0, workers=workers
         )
-    assert result.disabled or result.items_per_second > 0
+    check_measurement(result, unit="samples", items=batch)
 
 
 @pytest.mark.parametrize("workers", LOADERS)
@@ -111,7 +112,7 @@ def test_contrastive_training_end_to_end(
         result = throughput(
             lambda: step(next_batch()), items=batch, unit="samples", pipelined=workers != 0, workers=workers
         )
-    assert result.disabled or result.items_per_second > 0
+    check_measurement(result, unit="samples", items=batch)
 
 
 def test_corrupt_jpeg_is_reported_not_hung(accel_profile: str) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 import torch
 from workloads import llama
+from workloads.checks import check_measurement
 
 from pytest_accel.engine.devices.base import Device
 
@@ -32,7 +33,7 @@ def test_llm_train_step(throughput: Any, accel_device: Device, accel_profile: st
     # 6 x parameters x tokens (2 forward + 4 backward), the standard dense-transformer count.
     flops = 6.0 * sum(p.numel() for p in model.parameters()) * ids.numel()
     result = throughput(step, items=ids.numel(), unit="tokens", flops=flops, layers=size.layers)
-    assert result.disabled or result.items_per_second > 0
+    check_measurement(result, unit="tokens", items=ids.numel(), flops=flops)
 
 
 @pytest.mark.parametrize("batch", [1, 4])

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 import torch
 from workloads import mmdit
+from workloads.checks import check_measurement
 
 from pytest_accel.engine.devices.base import Device
 
@@ -73,7 +74,7 @@ def test_joint_block(
     flops = _block_flops(config, batch, side) * (3 if backward else 1)  # backward ~ 2x forward
     with mmdit.attention_processor(block, processor), torch.set_grad_enabled(backward):
         result = throughput(call, items=batch, unit="images", flops=flops, resolution=resolution)
-    assert result.disabled or result.items_per_second > 0
+    check_measurement(result, unit="images", items=batch, flops=flops)
 
 
 @pytest.mark.parametrize("processor", ["sdpa", "sdpa-math", "xformers", "gaudi-fused-sdpa"])
@@ -95,7 +96,7 @@ def test_train_step(throughput: Any, accel_device: Device, accel_profile: str, b
     flops = 3 * mmdit.forward_flops(config, batch, side)  # forward + backward (2x forward)
     with mmdit.attention_processor(model, processor):
         result = throughput(step, items=batch, unit="images", flops=flops, model=config.name)
-    assert result.disabled or result.items_per_second > 0
+    check_measurement(result, unit="images", items=batch, flops=flops)
 
 
 @pytest.mark.parametrize("processor", ["sdpa", "xformers", "gaudi-fused-sdpa"])
@@ -110,7 +111,7 @@ def test_inference_30_steps(throughput: Any, accel_device: Device, accel_profile
     flops = mmdit.INFERENCE_STEPS * mmdit.forward_flops(config, 2, side)  # 2: guidance doubles the batch
     with mmdit.attention_processor(model, processor):
         result = throughput(generate, items=1, unit="images", flops=flops, steps=mmdit.INFERENCE_STEPS)
-    assert result.disabled or result.seconds_per_call > 0
+    check_measurement(result, unit="images", items=1, flops=flops)
 
 
 @pytest.mark.parametrize("graphs", [m for m in mmdit.GRAPH_MODES if m != "eager"])
@@ -136,7 +137,7 @@ def test_inference_30_steps_graphs(throughput: Any, accel_device: Device, accel_
         result = throughput(generate, items=1, unit="images", flops=flops, steps=mmdit.INFERENCE_STEPS, graphs=graphs)
         # The compiled loop computes what the eager one does (same weights, noise and text).
         torch.testing.assert_close(generate().float(), eager.float(), rtol=2e-2, atol=2e-2)
-    assert result.disabled or result.seconds_per_call > 0
+    check_measurement(result, unit="images", items=1, flops=flops)
 
 
 def test_smoke_training_step_learns(accel_device: Device) -> None:

@@ -205,7 +205,7 @@ class Throughput:
         if benchmark.stats is not None:
             return  # pytest-benchmark keeps one series per test: the first measurement's
         # pytest-benchmark has no public API for externally timed rounds; _make_stats is how its own
-        # pedantic mode records them (stable since 3.x, checked by tests/test_benchmark_integration.py).
+        # pedantic mode records them (stable since 3.x; tests/test_plugin.py checks the rounds reach --benchmark-json).
         stats = benchmark._make_stats(result.calls_per_round)
         for seconds_per_call in result.samples:
             stats.update(seconds_per_call * result.calls_per_round)

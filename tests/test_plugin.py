@@ -292,3 +292,35 @@ def test_plugin_can_be_disabled(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:accel")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*fixture 'throughput' not found*"])
+
+
+def test_markdown_summary_and_percent_of_peak(perf_pytester: pytest.Pytester) -> None:
+    """--accel-markdown writes the job-page summary; the % of peak follows from the FLOPs the test passed."""
+    perf_pytester.makepyfile(PERF_TEST)
+    result = perf_pytester.runpytest(
+        "--device", "cpu", "--accel-markdown", "run.md", "--accel-json", "out.json", *FAST_OPTIONS
+    )
+    result.assert_outcomes(passed=1)
+    markdown = (perf_pytester.path / "run.md").read_text()
+    assert markdown.startswith("## pytest-accel on cpu-") and "(smoke)" in markdown.splitlines()[0]
+    assert "No regression." in markdown
+    assert "::test_matmul` | " in markdown and " rows/s | ±" in markdown and "| new |" in markdown
+    (entry,) = json.loads((perf_pytester.path / "out.json").read_text())["results"]
+    tflops = 2 * 64**3 / entry["figures"]["seconds_per_call"] / 1e12
+    percent = entry["extra"]["percent_of_measured_tflops"]
+    # percent = 100 x achieved / the session's measured matmul peak: a 64^3 matmul reaches a fraction of it.
+    assert 0 < percent < 150 and tflops == pytest.approx(entry["figures"]["tflops"])
+    assert "percent_of_datasheet_tflops" not in entry["extra"]  # CPUs have no datasheet entry
+
+
+def test_cpu_threads_option_pins_torch_and_is_recorded(perf_pytester: pytest.Pytester) -> None:
+    perf_pytester.makepyfile(
+        PERF_TEST
+        + """
+def test_threads():
+    assert torch.get_num_threads() == 1
+"""
+    )
+    result = perf_pytester.runpytest("--device", "cpu", "--accel-cpu-threads", "1", *FAST_OPTIONS)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["accel: *cpu_threads=1*"])

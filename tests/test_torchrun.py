@@ -51,11 +51,20 @@ def torchrun(folder: Path, test_file: str, *args: str, timeout: float = 240) -> 
 
 
 def test_throughput_is_global_and_only_rank_zero_reports(tmp_path: Path) -> None:
+    from pytest_accel.engine.devices.cpu import CpuDevice
+    from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
+
+    # A one-device baseline at 3 ms per call: the scaling efficiency of the 2-rank run is computed against it.
+    single = BaselineEntry("test_job.py::test_uneven", "throughput", "naps", 1.0, (0.003,) * 5)
+    BaselineStore(tmp_path / "bl").update(CpuDevice().key(), "smoke", 1, [single])
     ran = torchrun(tmp_path, UNEVEN, "--accel-json", "out.json", "--accel-baselines", "bl", "--accel-update")
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     (result,) = json.loads((tmp_path / "out.json").read_text())["results"]
     assert result["items_per_call"] == 2  # one item per rank
     assert 0.0029 < result["figures"]["seconds_per_call"] < 0.006  # the slow rank's time, not the fast one's
+    # N-device items/s over N x the one-device baseline's items/s.
+    expected = result["figures"]["items_per_second"] / (2 * single.items_per_second)
+    assert result["extra"]["scaling_efficiency"] == pytest.approx(expected)
     assert ran.stdout.count("accel measurements") == 1  # rank 0's table only
     (written,) = (tmp_path / "bl").glob("*/smoke-w2.json")  # world size 2 has a baseline file of its own
     assert "test_job.py::test_uneven" in written.read_text()

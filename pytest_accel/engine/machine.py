@@ -17,7 +17,15 @@ from typing import final
 from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.measure import MeasureConfig, measure
 
-__all__ = ["DatasheetPeak", "MeasuredPeak", "datasheet_peak", "measure_peak", "peak_figures", "reference_kernel"]
+__all__ = [
+    "DatasheetPeak",
+    "MeasuredPeak",
+    "datasheet_peak",
+    "measure_peak",
+    "peak_figures",
+    "reference_kernel",
+    "state_probes",
+]
 
 # CPU: a 384x384 fp32 matmul, ~1.7 ms on one thread of a 2-core EPYC: long enough to be timed
 # well by the host clock, short enough that a probe round adds little to a test.
@@ -40,6 +48,39 @@ def reference_kernel(device: Device) -> Callable[[], object]:
         return torch.mm(matrix, matrix)
 
     return probe
+
+
+# Machine-state probes beside the compute one (see ``state_probes``). CPU: a copy of 32 MiB (read
+# 32 + write 32: past any core's L2, into the shared last-level cache and DRAM that a neighbour
+# also uses) and a gather of 128 Ki random floats from 64 MiB (latency-bound: what cache and
+# memory contention does to pointer-chasing and indexing kernels). Accelerators: 256 MiB and 1 GiB.
+_STATE_COPY_BYTES = {"cpu": 32 * 2**20, "accelerator": 256 * 2**20}
+_STATE_GATHER = {"cpu": (64 * 2**20, 128 * 2**10), "accelerator": (2**30, 2**22)}  # (buffer bytes, indices)
+
+
+def state_probes(device: Device) -> dict[str, Callable[[], object]]:
+    """The machine-state probes: ``compute`` (the reference kernel), ``memory`` (a large copy), ``latency``.
+
+    A neighbour that is itself a perf job (memory-bound kernels, allocation, processes) slows
+    memory- and latency-bound workloads far more than a compute-bound matmul: one probe cannot see
+    that state. Each measurement times all three, so a verdict can tell when the machine is not in a
+    state its baseline's recordings covered.
+    """
+    import torch
+
+    size_class = "cpu" if device.kind == "cpu" else "accelerator"
+    where = device.torch_device()
+    source = torch.ones(_STATE_COPY_BYTES[size_class] // 4, dtype=torch.float32, device=where)
+    target = torch.empty_like(source)
+    buffer_bytes, count = _STATE_GATHER[size_class]
+    generator = torch.Generator().manual_seed(4321)
+    table = torch.ones(buffer_bytes // 4, dtype=torch.float32, device=where)
+    index = torch.randint(0, table.numel(), (count,), generator=generator).to(where)
+    return {
+        "compute": reference_kernel(device),
+        "memory": lambda: target.copy_(source),
+        "latency": lambda: torch.take(table, index),
+    }
 
 
 @final

@@ -1,0 +1,137 @@
+"""``Throughput`` alone: built from plain values and callbacks, no pytest session, no pytester."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.engine.devices.cpu import CpuDevice
+from pytest_accel.engine.measure import MeasureConfig
+from pytest_accel.fixture import Throughput
+from pytest_accel.judgement.gate import GateResult, Judgement
+from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
+
+FAST = MeasureConfig(measure_seconds=0.02, min_rounds=3, warmup_max_seconds=0.05, round_seconds=0.002)
+
+
+class FakeBenchmark:
+    """What Throughput uses of pytest-benchmark's fixture."""
+
+    def __init__(self, disabled: bool = False) -> None:
+        self._mode: str | None = None
+        self.disabled = disabled
+        self.extra_info: dict[str, Any] = {}
+        self.stats: Any = None
+        self.rounds: list[float] = []
+
+    def _make_stats(self, iterations: int) -> Any:
+        self.stats = self
+        return self
+
+    def update(self, seconds: float) -> None:
+        self.rounds.append(seconds)
+
+
+def make(
+    judge: Callable[[Measurement, Callable[[], Measurement]], Judgement] | None = None,
+    benchmark: FakeBenchmark | None = None,
+    **kwargs: Any,
+) -> tuple[Throughput, list[tuple[Measurement, VerdictRecord | None]]]:
+    device = CpuDevice(threads=1)
+    recorded: list[tuple[Measurement, VerdictRecord | None]] = []
+
+    def record(measurement: Measurement, verdict: VerdictRecord | None) -> Measurement:
+        recorded.append((measurement, verdict))
+        return measurement
+
+    def unchanged(first: Measurement, again: Callable[[], Measurement]) -> Judgement:
+        return Judgement(GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,)), None)
+
+    fixture = Throughput(
+        device=device,
+        config=FAST,
+        benchmark=benchmark or FakeBenchmark(),
+        timer=lambda metric: device.timer(),
+        judge=judge or unchanged,
+        record=record,
+        **kwargs,
+    )
+    return fixture, recorded
+
+
+def work() -> torch.Tensor:
+    return torch.ones(32, 32) @ torch.ones(32, 32)
+
+
+def test_a_measurement_is_judged_recorded_and_returned() -> None:
+    fixture, recorded = make()
+    m = fixture(work, items=4, unit="tiles", flops=2 * 32**3, shape="32x32")
+    assert recorded == [(m, VerdictRecord(Verdict(Outcome.UNCHANGED, "time", "same")))]
+    assert m.unit == "tiles" and m.items_per_call == 4 and m.extra == {"shape": "32x32"}
+    assert len(m.samples) >= 3 and len(m.probe_samples) == len(m.samples)
+    assert all(math.isfinite(s) and s > 0 for s in m.samples)
+    assert m.tflops == pytest.approx(2 * 32**3 / m.seconds_per_call / 1e12)
+    assert fixture.measurements == [m]
+
+
+def test_the_benchmark_fixture_receives_the_rounds() -> None:
+    benchmark = FakeBenchmark()
+    fixture, _ = make(benchmark=benchmark)
+    m = fixture(work, items=1, unit="calls")
+    assert benchmark.rounds == pytest.approx([s * m.calls_per_round for s in m.samples])
+    assert benchmark.extra_info["accel"][0]["unit"] == "calls"
+
+
+def test_a_regression_reports_the_last_remeasurement_and_fails_with_the_judges_message() -> None:
+    taken: list[Measurement] = []
+
+    def regressed(first: Measurement, again: Callable[[], Measurement]) -> Judgement:
+        second = again()
+        taken.append(second)
+        result = GateResult(Verdict(Outcome.REGRESSED, "time", "slower"), None, (first, second))
+        return Judgement(result, "perf regressed: the message")
+
+    fixture, recorded = make(judge=regressed)
+    with pytest.raises(pytest.fail.Exception, match="perf regressed: the message"):
+        fixture(work, items=1, unit="calls")
+    [(reported, verdict)] = recorded
+    assert reported is taken[0]  # the re-measurement that confirmed it, not the first
+    assert verdict is not None and verdict.outcome is Outcome.REGRESSED and verdict.remeasurements == 1
+
+
+def test_items_count_every_rank() -> None:
+    fixture, _ = make(items_scale=4)
+    assert fixture(work, items=2, unit="rows").items_per_call == 8
+
+
+def test_xdist_workers_are_refused() -> None:
+    fixture, recorded = make(xdist_workers=2)
+    with pytest.raises(pytest.fail.Exception, match="-n 0"):
+        fixture(work, items=1, unit="calls")
+    assert recorded == []
+
+
+def test_one_name_per_measurement() -> None:
+    fixture, _ = make()
+    fixture(work, items=1, unit="calls")
+    with pytest.raises(pytest.fail.Exception, match="already taken"):
+        fixture(work, items=1, unit="calls")
+    assert fixture(work, items=1, unit="calls", name="again").name == "again"
+
+
+def test_disabled_runs_once_unjudged_and_still_checks_the_output() -> None:
+    calls: list[int] = []
+
+    def never(first: Measurement, again: Callable[[], Measurement]) -> Judgement:
+        raise AssertionError("a disabled run is not judged")
+
+    fixture, recorded = make(judge=never, benchmark=FakeBenchmark(disabled=True))
+    m = fixture(lambda: calls.append(1), items=1, unit="calls")
+    assert calls == [1] and m.disabled and recorded == [(m, None)]
+    with pytest.raises(pytest.fail.Exception, match="not finite"):
+        fixture(lambda: torch.tensor([1.0, math.nan]), items=1, unit="calls", name="nan")

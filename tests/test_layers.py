@@ -1,0 +1,120 @@
+"""The package's layers hold: imports point down only, no module imports in a circle.
+
+Read from the source with ``ast`` (every import counts: module level, inside functions, under
+TYPE_CHECKING), so an upward import cannot hide behind a lazy import.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_accel"
+
+# Lower numbers are lower layers. A module may import its own layer or any below it.
+LAYERS = {
+    "core": 0,  # records and pure math every layer shares: Measurement, stats, units
+    "engine": 1,  # devices (the only torch / vendor imports), the measuring loop, the machine's probes
+    "judgement": 2,  # verdicts, the gate and all of confirmation, the baseline store, history
+    "outputs": 3,  # result files, terminal table, Markdown / HTML pages, plots
+}
+FACE = 4  # plugin, options, session, fixture, ranks, cli: the pytest face and the command line
+PURE = ("core", "judgement", "outputs")  # no torch, no pytest: tested fast and exhaustively
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS.get(parts[1], FACE) if len(parts) > 1 else FACE
+
+
+def imports_of(path: Path, package: str | None = None) -> set[str]:
+    """Every module this file imports, as absolute dotted names (relative imports resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    if package is None:
+        package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)  # "from pkg import module"
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    return {name: {m for m in imports_of(path) if m in modules and m != name} for name, path in modules.items()}
+
+
+def test_every_module_has_a_layer() -> None:
+    assert {name.split(".")[1] for name in graph() if "." in name and layer(name) < FACE} == set(LAYERS)
+
+
+def test_imports_point_down_only() -> None:
+    upward = [
+        f"{name} (layer {layer(name)}) imports {target} (layer {layer(target)})"
+        for name, targets in graph().items()
+        for target in targets
+        if layer(target) > layer(name)
+    ]
+    assert upward == []
+
+
+def test_no_import_circles() -> None:
+    edges = graph()
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    circles: list[list[str]] = []
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(edges[name]):
+            if state.get(target) == 1:
+                circles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[name] = 2
+
+    for name in sorted(edges):
+        if name not in state:
+            visit(name, [name])
+    assert circles == []
+
+
+@pytest.mark.parametrize("folder", PURE)
+def test_pure_layers_import_neither_torch_nor_pytest(folder: str) -> None:
+    heavy = {
+        module_name(path): sorted(m for m in imports_of(path) if m.split(".")[0] in ("torch", "pytest", "_pytest"))
+        for path in (PACKAGE / folder).rglob("*.py")
+    }
+    assert {name: found for name, found in heavy.items() if found} == {}
+
+
+def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
+    """The ast walk finds a function-level import under TYPE_CHECKING, relative or absolute."""
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pytest_accel.session import AccelSession\n"
+        "def f():\n    import pytest_accel.outputs.pages\n"
+        "from ..judgement import gate\n"
+    )
+    found = imports_of(source, package="pytest_accel.engine")
+    assert {"pytest_accel.session", "pytest_accel.outputs.pages", "pytest_accel.judgement.gate"} <= found
+
+
+def test_modules_stay_readable() -> None:
+    """No module over 600 lines (STYLE.md's limit): a bigger one wants splitting."""
+    sizes = {module_name(p): len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.rglob("*.py")}
+    assert {name: lines for name, lines in sizes.items() if lines > 600} == {}
