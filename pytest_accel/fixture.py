@@ -17,7 +17,7 @@ import pytest
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.units import format_bytes
 from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
-from pytest_accel.engine.machine import reference_kernel
+from pytest_accel.engine.machine import state_probes
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
 from pytest_accel.judgement.gate import Judgement
 from pytest_accel.judgement.verdict import VerdictRecord
@@ -80,7 +80,7 @@ class Throughput:
         self._record = record
         self._items_scale = items_scale  # under torchrun: every rank's items count (the world size)
         self._xdist_workers = xdist_workers  # > 0 when this process is an xdist worker: refused
-        self._probe: Callable[[], Any] | None = None
+        self._probes: dict[str, Callable[[], Any]] | None = None  # the machine-state probes, made once
         self.measurements: list[Measurement] = []
 
     def __call__(
@@ -164,8 +164,9 @@ class Throughput:
     ) -> Measurement:
         device = self._device
         failure: str | None = None
-        if self._probe is None:
-            self._probe = reference_kernel(device)
+        if self._probes is None:
+            self._probes = state_probes(device)
+        compute, others = self._probes["compute"], {k: v for k, v in self._probes.items() if k != "compute"}
         try:
             result = measure(
                 fn,
@@ -180,7 +181,8 @@ class Throughput:
                 peak_memory_bytes=device.peak_memory_bytes,
                 device_key=device.key(),
                 config=self._config,
-                probe=self._probe,
+                probe=compute,
+                state_probes=others,
                 pipelined=pipelined,
             )
         except MeasurementError as error:

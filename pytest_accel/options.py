@@ -147,6 +147,7 @@ class AccelOptions:
             policy=VerdictPolicy(
                 tolerance=ini_float(config, "accel_tolerance"),
                 memory_tolerance=ini_float(config, "accel_memory_tolerance"),
+                state_noise_floor=ini_float(config, "accel_state_noise_floor"),
             ),
             confirmations=ini_int(config, "accel_confirmations", minimum=0),
             fresh_confirmation=ini_bool(config, "accel_fresh_process_confirmation"),

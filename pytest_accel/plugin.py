@@ -114,6 +114,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("accel_baselines", "baseline folder, relative to the ini file", default="baselines")
     parser.addini("accel_tolerance", "default slowdown tolerance of the verdict (fraction)", default="0.05")
     parser.addini("accel_memory_tolerance", "default peak-memory growth tolerance (fraction)", default="0.10")
+    parser.addini(
+        "accel_state_noise_floor",
+        "machine-state probe noise ignored before a verdict widens or turns noisy (fraction, default 0.10)",
+        default="0.10",
+    )
     parser.addini("accel_confirmations", "re-measurements before a regression fails a test", default="2")
     parser.addini(
         "accel_fresh_process_confirmation",

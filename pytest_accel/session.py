@@ -23,7 +23,7 @@ from pytest_accel.engine.distributed import Coordinator, DistributedTimer, RankF
 from pytest_accel.engine.machine import MeasuredPeak, datasheet_peak, measure_peak, peak_figures
 from pytest_accel.engine.provenance import run_provenance
 from pytest_accel.fixture import Throughput
-from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, run_history
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, run_history, state_history
 from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process
 from pytest_accel.judgement.gate import Gate, GateMode
 from pytest_accel.judgement.verdict import VerdictRecord
@@ -118,6 +118,7 @@ class AccelSession:
                 warmup_max_seconds=options.warmup_max_seconds,
                 tolerance=options.policy.tolerance,
                 memory_tolerance=options.policy.memory_tolerance,
+                state_noise_floor=options.policy.state_noise_floor,
                 confirmations=options.confirmations,
                 cpu_threads=getattr(device, "threads", None),
             )
@@ -319,6 +320,7 @@ class AccelSession:
                     samples=r.measurement.samples,
                     probe_samples=r.measurement.probe_samples,
                     run_medians=run_history(earlier, r.measurement, provenance_now, self.options.reset_history),
+                    run_states=state_history(earlier, r.measurement, provenance_now, self.options.reset_history),
                     peak_memory_bytes=r.measurement.peak_memory_bytes,
                     # A tolerance someone set by hand in the baseline file survives a refresh.
                     tolerance=None if earlier is None else earlier.tolerance,

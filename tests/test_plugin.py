@@ -114,7 +114,7 @@ def test_out_of_memory_fails_that_test_with_figures_and_the_suite_goes_on(perf_p
     result = perf_pytester.runpytest("--device", "cpu", *FAST_OPTIONS)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["*out of device memory on cpu-*: requested ?, peak * MiB, limit * GiB. Caches were freed*"]
+        ["*out of device memory on cpu-*: requested ?, peak * ?iB, limit * GiB. Caches were freed*"]
     )
 
 

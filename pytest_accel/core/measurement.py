@@ -50,6 +50,9 @@ class Measurement:
     # seconds per reference-kernel call, one per round: the adjacent probe round's, or (pipelined)
     # the median of the probe block that ran before the rounds
     probe_samples: tuple[float, ...] = ()
+    # The machine's state during the measurement: median seconds per call of each state probe
+    # ("compute": the reference kernel; "memory": a large copy; "latency": a random gather)
+    state: Mapping[str, float] = field(default_factory=dict)
     name: str = DEFAULT_METRIC  # metric name, for tests that take several measurements
     extra: Mapping[str, Any] = field(default_factory=dict)  # free-form context from the test
 
@@ -103,6 +106,7 @@ class Measurement:
         data["samples"] = list(self.samples)
         data["probe_samples"] = list(self.probe_samples)
         data["extra"] = dict(self.extra)
+        data["state"] = dict(self.state)
         data["figures"] = {
             "items_per_second": self.items_per_second,
             "seconds_per_call": self.seconds_per_call,

@@ -22,6 +22,9 @@ separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_be
                first, so no pause between workload rounds lets the producers get ahead; one round
                after the probe block drains what the producers made meanwhile and is not kept;
                each round is normalised by the probe block's median (recorded as probe_samples)
+    state:     with state probes (a large copy, a random gather: see engine/machine.py), every
+               STATE_EVERY-th workload round is also followed by one round of each; the medians of
+               all probes are the machine's state during the measurement (Measurement.state)
     check:     the first and the last outputs are finite; every round time is finite and > 0
 
 One timer start/stop per round, not per call: on CUDA/HPU the events are recorded back to back
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, final
 
@@ -49,6 +52,9 @@ class MeasurementError(Exception):
 
 # The largest calibration block of a pipelined measurement: 65,536 calls (calls of microseconds).
 _MAX_CALIBRATION_CALLS = 1 << 16
+# State probes run after every 4th workload round: 5 samples of each at the 20-round minimum, for
+# about +15% time (a copy round of half a workload round, a gather round of half, every 4 rounds).
+STATE_EVERY = 4
 
 
 @final
@@ -174,6 +180,7 @@ def measure(
     config: MeasureConfig | None = None,
     probe: Callable[[], Any] | None = None,
     pipelined: bool = False,
+    state_probes: Mapping[str, Callable[[], Any]] | None = None,
 ) -> Measurement:
     """Warm up, calibrate and time ``fn`` (alternating with ``probe`` rounds when given).
 
@@ -182,6 +189,10 @@ def measure(
     round's first calls return at once and the figure overstates the sustained rate. So then the
     calls per round are calibrated on back-to-back blocks, not on single calls that may have been
     prefetched, and the probe rounds all run before the workload's rounds instead of between them.
+
+    ``state_probes`` (name -> kernel) are timed too, every ``STATE_EVERY`` rounds (pipelined: in the
+    probe block); the result's ``state`` holds each one's median seconds per call, and ``compute``,
+    the median of ``probe``'s.
     """
     config = config or MeasureConfig()
     if not (math.isfinite(items_per_call) and items_per_call > 0):
@@ -201,6 +212,7 @@ def measure(
         probe_estimate = median(probe_times[-config.warmup_window :])
         probe_calls = max(1, math.ceil(config.round_seconds * config.probe_round_fraction / probe_estimate))
 
+    state = _StateProbes(state_probes or {}, timer, mark_step, config)
     samples: list[float] = []
     probe_samples: list[float] = []
     if pipelined:
@@ -209,6 +221,8 @@ def measure(
             for round_index in range(rounds):
                 _timed_round(probe, probe_calls, timer, mark_step)
                 block.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
+                if round_index % STATE_EVERY == 0:
+                    state.sample()
             # The probe rounds are not adjacent to the workload's: pairing them round by round would only
             # add the probe's own noise. Each round is normalised by the block's median instead.
             probe_samples = [median(block)] * rounds
@@ -228,6 +242,8 @@ def measure(
         if probe is not None and not pipelined:
             _timed_round(probe, probe_calls, timer, mark_step)
             probe_samples.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
+            if round_index % STATE_EVERY == STATE_EVERY - 1:
+                state.sample()
     check_finite(output, "the last timed call's output")
     return Measurement(
         unit=unit,
@@ -242,6 +258,7 @@ def measure(
         peak_memory_bytes=peak,
         device_key=device_key,
         probe_samples=tuple(probe_samples),
+        state=state.medians(probe_samples),
     )
 
 
@@ -271,3 +288,39 @@ def _timed_round(fn: Callable[[], Any], calls: int, timer: RegionTimer, mark_ste
         output = fn()
         mark_step()
     return output
+
+
+@final
+class _StateProbes:
+    """Times one round of each state probe on demand; calibrated on first use."""
+
+    def __init__(
+        self,
+        probes: Mapping[str, Callable[[], Any]],
+        timer: RegionTimer,
+        mark_step: Callable[[], None],
+        config: MeasureConfig,
+    ) -> None:
+        self._probes = probes
+        self._timer = timer
+        self._mark_step = mark_step
+        self._config = config
+        self._calls: dict[str, int] = {}
+        self._samples: dict[str, list[float]] = {name: [] for name in probes}
+
+    def sample(self) -> None:
+        """One round of each probe (the first call of a probe warms it up and sizes its rounds)."""
+        for name, probe in self._probes.items():
+            if name not in self._calls:
+                times, _, _ = _warm_up(probe, self._timer, self._mark_step, self._config)
+                estimate = median(times[-self._config.warmup_window :])
+                budget = self._config.round_seconds * self._config.probe_round_fraction
+                self._calls[name] = max(1, math.ceil(budget / estimate))
+            calls = self._calls[name]
+            _timed_round(probe, calls, self._timer, self._mark_step)
+            self._samples[name].append(_check_duration(self._timer.stop(), f"{name} probe round") / calls)
+
+    def medians(self, compute: list[float]) -> dict[str, float]:
+        """Median seconds per call of each probe, ``compute`` (the reference kernel's rounds) included."""
+        state = {name: median(values) for name, values in self._samples.items() if values}
+        return {"compute": median(compute), **state} if compute else state

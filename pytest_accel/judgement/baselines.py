@@ -37,6 +37,7 @@ __all__ = [
     "BaselineError",
     "BaselineStore",
     "run_history",
+    "state_history",
 ]
 
 # Version of the file layout. A reader refuses a higher number: a newer writer may have changed what a
@@ -60,7 +61,8 @@ _WORLD_SIZE_SUFFIX = re.compile(r"-w\d+\Z")
 # What a samples list must be, the start of every message about one (tools may search for it).
 _SAMPLES_PROBLEM = "expected a list of positive finite numbers"
 # Provenance fields that change what a figure means: a baseline that differs in one is not compared.
-COMPARABLE_PROVENANCE = ("cpu_threads",)
+# Beyond the thread count, a CPU's stepping, caches and vector ISA (a key names family and model).
+COMPARABLE_PROVENANCE = ("cpu_threads", "cpu_stepping", "cache_l2", "cache_l3", "vector_isa")
 # Recorded runs kept per baseline entry: enough for a stable spread, few enough that a baseline
 # follows slow, accepted drift (each --accel-update drops the oldest).
 MAX_RUN_HISTORY = 10
@@ -134,6 +136,22 @@ def _samples(value: object, path: str, *, allow_empty: bool) -> tuple[float, ...
     return tuple(samples)
 
 
+def _states(value: object, path: str) -> tuple[dict[str, float], ...]:
+    """Recorded machine states: a list of objects of probe name -> positive seconds per call."""
+    if not isinstance(value, (list, tuple)):
+        raise _Invalid(path, f"expected a list of objects of positive numbers, got {_show(value)}")
+    states = []
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise _Invalid(f"{path}[{index}]", f"expected an object of positive numbers, got {_show(item)}")
+        state = {}
+        for name, seconds in item.items():
+            _text(name, f"{path}[{index}] (probe name)")
+            state[name] = _positive(seconds, f"{path}[{index}][{name!r}]")
+        states.append(state)
+    return tuple(states)
+
+
 def _tolerance(value: object, path: str) -> float | None:
     if value is None:
         return None
@@ -186,6 +204,9 @@ class BaselineEntry:
     tolerance: float | None = None  # per-test slowdown tolerance; None: the suite's
     memory_tolerance: float | None = None  # per-test memory growth tolerance; None: the suite's
     provenance: Mapping[str, str] = field(default_factory=dict, hash=False)  # torch version, commit, date...
+    # The machine's state (probe name -> median seconds per call) of each of the last recordings,
+    # oldest first: the states the baseline covers (see Measurement.state and the verdict's rule 2).
+    run_states: tuple[Mapping[str, float], ...] = field(default=(), hash=False)
 
     def __post_init__(self) -> None:
         try:
@@ -197,6 +218,7 @@ class BaselineEntry:
                 "samples": _samples(self.samples, "samples", allow_empty=False),
                 "probe_samples": _samples(self.probe_samples, "probe_samples", allow_empty=True),
                 "run_medians": _samples(self.run_medians, "run_medians", allow_empty=True),
+                "run_states": _states(self.run_states, "run_states"),
                 "peak_memory_bytes": _byte_count(self.peak_memory_bytes, "peak_memory_bytes"),
                 "tolerance": _tolerance(self.tolerance, "tolerance"),
                 "memory_tolerance": _tolerance(self.memory_tolerance, "memory_tolerance"),
@@ -238,6 +260,10 @@ class BaselineEntry:
             "samples": [_round_significant(sample) for sample in self.samples],
             "probe_samples": [_round_significant(sample) for sample in self.probe_samples],
             "run_medians": [_round_significant(value) for value in self.run_medians],
+            "run_states": [
+                {name: _round_significant(seconds) for name, seconds in sorted(state.items())}
+                for state in self.run_states
+            ],
             "peak_memory_bytes": self.peak_memory_bytes,
             "tolerance": self.tolerance,
             "memory_tolerance": self.memory_tolerance,
@@ -264,6 +290,7 @@ class BaselineEntry:
                 samples=_samples(data["samples"], f"{base}['samples']", allow_empty=False),
                 probe_samples=_samples(data.get("probe_samples", []), f"{base}['probe_samples']", allow_empty=True),
                 run_medians=_samples(data.get("run_medians", []), f"{base}['run_medians']", allow_empty=True),
+                run_states=_states(data.get("run_states", []), f"{base}['run_states']"),
                 peak_memory_bytes=_byte_count(data.get("peak_memory_bytes"), f"{base}['peak_memory_bytes']"),
                 tolerance=_tolerance(data.get("tolerance"), f"{base}['tolerance']"),
                 memory_tolerance=_tolerance(data.get("memory_tolerance"), f"{base}['memory_tolerance']"),
@@ -430,12 +457,31 @@ def run_history(
     (--accel-reset-history) starts the history anew, for an accepted change of the code.
     """
     current = median(measurement.compared_samples)
-    if reset or previous is None or previous.incomparable(measurement, provenance) is not None:
+    if not _continues(previous, measurement, provenance, reset):
         return (current,)
-    if bool(previous.probe_samples) != bool(measurement.probe_samples):
-        return (current,)  # normalised and raw figures do not mix
+    assert previous is not None
     earlier = previous.run_medians or (previous.compared_median,)
     return (*earlier, current)[-MAX_RUN_HISTORY:]
+
+
+def state_history(
+    previous: BaselineEntry | None, measurement: Measurement, provenance: Mapping[str, str], reset: bool
+) -> tuple[Mapping[str, float], ...]:
+    """The machine states to store with a new recording, kept by the same rule as ``run_history``."""
+    current = (dict(measurement.state),) if measurement.state else ()
+    if not _continues(previous, measurement, provenance, reset):
+        return current
+    assert previous is not None
+    return (*previous.run_states, *current)[-MAX_RUN_HISTORY:]
+
+
+def _continues(
+    previous: BaselineEntry | None, measurement: Measurement, provenance: Mapping[str, str], reset: bool
+) -> bool:
+    """Whether a new recording extends the previous entry's history (else it starts anew)."""
+    if reset or previous is None or previous.incomparable(measurement, provenance) is not None:
+        return False
+    return bool(previous.probe_samples) == bool(measurement.probe_samples)  # normalised and raw do not mix
 
 
 @final

@@ -50,6 +50,7 @@ class ChildSettings:
     warmup_max_seconds: float
     tolerance: float
     memory_tolerance: float
+    state_noise_floor: float
     confirmations: int
     cpu_threads: int | None  # the CPU device's thread count; None on accelerators
 
@@ -60,6 +61,7 @@ class ChildSettings:
             "--accel-baselines", str(self.baselines), "--accel-measure-seconds", str(self.measure_seconds),
             "-o", f"accel_tolerance={self.tolerance}",
             "-o", f"accel_memory_tolerance={self.memory_tolerance}",
+            "-o", f"accel_state_noise_floor={self.state_noise_floor}",
             "-o", f"accel_confirmations={self.confirmations}",
             "-o", f"accel_warmup_max_seconds={self.warmup_max_seconds}",
         ]  # fmt: skip

@@ -33,8 +33,21 @@ from pytest_accel.judgement.verdict import (
     judge_time,
 )
 
-__all__ = ["Gate", "GateMode", "GateResult", "Judgement", "provenance_changes", "run_gate", "with_fresh_confirmation"]
+__all__ = [
+    "REFUTED_LIMIT",
+    "Gate",
+    "GateMode",
+    "GateResult",
+    "Judgement",
+    "provenance_changes",
+    "run_gate",
+    "with_fresh_confirmation",
+]
 
+# After this many suspects of one run were not confirmed by a fresh process, the run's process-level
+# bias is shown: later suspects are reported noisy at once, not re-measured in yet another process
+# each (on a 2-core VM with a neighbour that storm took a 3-minute suite to 16 minutes).
+REFUTED_LIMIT = 2
 # Provenance fields shown when they changed since the baseline (an upgrade explains a shift).
 _SHOWN_PROVENANCE = ("torch", "cuda_runtime", "cuda_driver", "habana_torch_plugin", "device_model")
 
@@ -65,8 +78,11 @@ class GateResult:
 
 
 def _observation(source: Measurement | BaselineEntry) -> Observation:
-    runs = source.run_medians if isinstance(source, BaselineEntry) else ()
-    return Observation(source.samples, source.probe_samples, source.peak_memory_bytes, runs)
+    if isinstance(source, BaselineEntry):
+        return Observation(
+            source.samples, source.probe_samples, source.peak_memory_bytes, source.run_medians, {}, source.run_states
+        )
+    return Observation(source.samples, source.probe_samples, source.peak_memory_bytes, (), source.state)
 
 
 def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
@@ -80,6 +96,7 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
         "time",
         f"this process said {first.reason}; a fresh process did not confirm it: {fresh.detail}",
         normalized=first.normalized,
+        detectable=first.detectable,
     )
 
 
@@ -169,6 +186,7 @@ class Gate:
         self._mode = mode
         self._rootdir = rootdir
         self._gate_memory = gate_memory
+        self.refuted = 0  # suspects a fresh process did not confirm, so far in this run
 
     def judge(
         self, test: str, measurement: Measurement, policy: VerdictPolicy, remeasure: Callable[[], Measurement]
@@ -179,10 +197,29 @@ class Gate:
         confirmations = 0 if mode.update else mode.confirmations
         gate = run_gate(measurement, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory)
         if gate.time.outcome is Outcome.REGRESSED and mode.fresh_process is not None and not mode.update:
-            fresh = confirm_in_fresh_process(test, measurement.name, self._rootdir, mode.fresh_process)
-            gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh))
+            gate = replace(gate, time=self._confirm_in_fresh_process(test, measurement.name, gate.time))
         why = self._fails(gate.outcome)
         return Judgement(gate, None if why is None else self._message(test, gate, entry, why))
+
+    def _confirm_in_fresh_process(self, test: str, metric: str, suspect: Verdict) -> Verdict:
+        """The fresh process's word on a suspect, unless this run already showed it cannot be trusted."""
+        assert self._mode.fresh_process is not None
+        if self.refuted >= REFUTED_LIMIT:
+            return Verdict(
+                Outcome.NOISY,
+                "time",
+                f"{suspect.reason}; not judged: {self.refuted} earlier suspects of this run were not confirmed by a "
+                "fresh process, so this process's figures carry a bias of their own (--accel-strict fails it)",
+                ratio=suspect.ratio,
+                normalized=suspect.normalized,
+                detectable=suspect.detectable,
+            )
+        verdict = with_fresh_confirmation(
+            suspect, confirm_in_fresh_process(test, metric, self._rootdir, self._mode.fresh_process)
+        )
+        if verdict.outcome is not Outcome.REGRESSED:
+            self.refuted += 1
+        return verdict
 
     def _fails(self, outcome: Outcome) -> str | None:
         """Why an outcome fails its test under the run's mode, or None."""

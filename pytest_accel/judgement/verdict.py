@@ -3,9 +3,10 @@
 Pure logic: no torch, no pytest. The rules, in order:
 
 1. No baseline (or one taken with a different workload or setting)      -> NEW
-2. The machine misbehaves: the normalised samples spread far wider than the baseline's, or the
-   reference kernel runs at a very different speed than when the baseline was recorded
-                                                                          -> NOISY
+2. The machine misbehaves: the normalised samples spread far wider than the baseline's, the
+   reference kernel runs at a very different speed than when the baseline was recorded, or the
+   machine's state moved beyond what the baseline's recordings covered by more than the tolerance
+   (the state shift, below)                                               -> NOISY
 3. Time ratio of this run's median to the median of the baseline's recorded runs, computed on
    normalised samples (each round over its adjacent probe round, or for a pipelined measurement over
    the median of its probe block) when both sides have them,
@@ -13,6 +14,10 @@ Pure logic: no torch, no pytest. The rules, in order:
        ratio > 1 + tolerance and the interval excludes 1                 -> REGRESSED
        ratio < 1 / (1 + tolerance) and the interval excludes 1           -> IMPROVED
        otherwise                                                         -> UNCHANGED
+   The state shift widens the interval: the memory and latency probes' times relative to the
+   reference kernel's, now against the range the baseline's recordings saw; a workload bound by
+   memory could have moved that much relative to the reference kernel without any change of code.
+   Every verdict carries the smallest slowdown it could have called (``detectable``).
 4. A REGRESSED time verdict is re-measured (the fixture does it) and stands only if every
    confirmation also says REGRESSED; a confirmation that is NOISY makes the whole NOISY.
 5. Peak memory: growth beyond memory_tolerance and MEMORY_SLACK_BYTES    -> REGRESSED
@@ -30,7 +35,7 @@ import enum
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, final
 
 from pytest_accel.core.measurement import compared_samples, probe_normalized
@@ -44,8 +49,10 @@ __all__ = [
     "VerdictPolicy",
     "VerdictRecord",
     "combine",
+    "detectable_slowdown",
     "judge_memory",
     "judge_time",
+    "state_shift",
 ]
 
 
@@ -68,6 +75,8 @@ class Observation:
     probe_samples: Sequence[float] = ()  # seconds per reference-kernel call, one per round (see Measurement)
     peak_memory_bytes: int | None = None
     run_medians: Sequence[float] = ()  # baseline only: the compared figure of each recorded run
+    state: Mapping[str, float] = field(default_factory=dict)  # now only: probe name -> median s/call
+    run_states: Sequence[Mapping[str, float]] = ()  # baseline only: the state of each recorded run
 
     @property
     def compared(self) -> tuple[float, ...]:
@@ -108,12 +117,24 @@ class VerdictPolicy:
     # was recorded: quiet runs stayed within 0.76-1.5x, so 2x means a different machine state
     # (throttling, a neighbour hogging the device, another build of torch's matmul).
     probe_drift_limit: float = 2.0
+    # Above this state shift (log scale) a verdict is noisy rather than merely wider: the tolerance
+    # itself (None) or a fixed figure. Below it, the shift widens the interval (rule 3).
+    state_shift_limit: float | None = None
+    # Run-to-run noise of a state probe's time relative to the reference kernel, ignored by the state
+    # shift. Measured on a quiet 2-core VM across 8 fresh processes (docs/sensitivity.md): the random
+    # gather within +-2%, the 32 MiB copy within -6%..+4% at the default 1 s budget and -12%..+6% at
+    # 0.05 s (the host's memory bandwidth moves with its other tenants): 10% covers the former.
+    state_noise_floor: float = 0.10
 
     def __post_init__(self) -> None:
-        for name in ("tolerance", "memory_tolerance", "noisy_spread_floor"):
+        for name in ("tolerance", "memory_tolerance", "noisy_spread_floor", "state_noise_floor"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.state_shift_limit is not None and not (
+            math.isfinite(self.state_shift_limit) and self.state_shift_limit > 0
+        ):
+            raise ValueError(f"state_shift_limit must be a positive number or None, got {self.state_shift_limit!r}")
         if self.noisy_spread_factor < 1 or self.probe_drift_limit <= 1:
             raise ValueError("noisy_spread_factor must be >= 1 and probe_drift_limit > 1")
 
@@ -131,6 +152,7 @@ class Verdict:
     high: float | None = None
     p_value: float | None = None  # Mann-Whitney, two-sided
     normalized: bool = False  # whether the time ratio was taken on probe-normalised samples
+    detectable: float | None = None  # the smallest slowdown (fraction) this comparison could have called
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (result files, test reports)."""
@@ -142,6 +164,7 @@ class Verdict:
             "high": self.high,
             "p_value": self.p_value,
             "normalized": self.normalized,
+            "detectable": self.detectable,
         }
 
     @classmethod
@@ -160,7 +183,7 @@ class Verdict:
         return cls(outcome, metric, reason, normalized=data.get("normalized") is True, **figures)
 
 
-_FIGURES = ("ratio", "low", "high", "p_value")
+_FIGURES = ("ratio", "low", "high", "p_value", "detectable")
 
 
 def _optional_number(value: object, where: str) -> float | None:
@@ -212,15 +235,52 @@ class VerdictRecord:
         )
 
 
+# What each state probe's time says, for reasons (see engine/machine.py's state_probes).
+_STATE_NAMES = {"memory": "a large memory copy", "latency": "a random gather", "compute": "the reference kernel"}
+
+
+def state_shift(
+    now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], noise_floor: float = 0.10
+) -> tuple[float, str]:
+    """How far the machine's state lies outside what the recordings saw, as a log ratio, and why.
+
+    For each probe beside ``compute``: its time relative to the reference kernel's, now, against
+    the same relative time in each recording (centred on their median). Only the excess beyond the
+    recorded range, widened by ``noise_floor`` (the probes' own run-to-run noise), counts: the
+    recordings' spread is already in the between-run error. Returns (0.0, "") when there is nothing
+    to compare (no states on one side).
+    """
+    if "compute" not in now:
+        return 0.0, ""
+    worst, why = 0.0, ""
+    for name, seconds in sorted(now.items()):
+        pairs = [(s[name], s["compute"]) for s in recorded if name in s and "compute" in s]
+        if name == "compute" or not pairs:
+            continue
+        history = [math.log(p / c) for p, c in pairs]
+        centre = median(history)
+        relative = math.log(seconds / now["compute"]) - centre
+        low, high = min(history) - centre, max(history) - centre
+        excess = max(0.0, relative - high - noise_floor, low - noise_floor - relative)
+        if excess > worst:
+            worst = excess
+            why = (
+                f"{_STATE_NAMES.get(name, name)} took {math.exp(relative):.2f}x as long, relative to the reference "
+                f"kernel, as in the baseline's recordings (they spanned {math.exp(low):.2f}-{math.exp(high):.2f}x)"
+            )
+    return worst, why
+
+
 def _ratio_interval(
-    now: Sequence[float], then: Sequence[float], run_medians: Sequence[float], policy: VerdictPolicy
-) -> tuple[float, float, float]:
-    """Ratio of this run's median to the baseline runs' median, with a combined interval.
+    now: Sequence[float], then: Sequence[float], run_medians: Sequence[float], shift: float, policy: VerdictPolicy
+) -> tuple[float, float, float, float]:
+    """Ratio of this run's median to the baseline runs' median, with a combined interval and its half-width.
 
     Two independent errors add on the log scale: the within-run one (the distribution-free
     interval of this run's samples against the latest baseline samples) and the between-run one
     (the recorded runs' spread, at least ``between_run_floor``, widened by sqrt(1 + 1/runs) for the
-    uncertainty of their centre).
+    uncertainty of their centre). The state ``shift`` is a bound on a bias, not a random error: it
+    adds to the half-width linearly.
     """
     runs = tuple(run_medians) or (median(then),)
     ratio = median(now) / median(runs)
@@ -228,8 +288,13 @@ def _ratio_interval(
     within = (math.log(within_high) - math.log(within_low)) / 2
     spread = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 3 else 0.0
     between = z_score(policy.confidence) * max(spread, policy.between_run_floor) * math.sqrt(1 + 1 / len(runs))
-    half_width = math.hypot(within, between)
-    return ratio, ratio * math.exp(-half_width), ratio * math.exp(half_width)
+    half_width = math.hypot(within, between) + shift
+    return ratio, ratio * math.exp(-half_width), ratio * math.exp(half_width), half_width
+
+
+def detectable_slowdown(half_width: float, tolerance: float) -> float:
+    """The smallest slowdown a verdict with this interval can call: beyond the tolerance and the interval."""
+    return max(1 + tolerance, math.exp(half_width)) - 1
 
 
 def judge_time(current: Observation, baseline: Observation, policy: VerdictPolicy) -> Verdict:
@@ -250,6 +315,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
             f"(baseline ±{spread_then * 100:.0f}%): the machine is too unsteady to judge",
             normalized=normalized,
         )
+    shift, why = 0.0, ""
     if normalized:
         drift = median(current.probe_samples) / median(baseline.probe_samples)
         if not 1 / policy.probe_drift_limit <= drift <= policy.probe_drift_limit:
@@ -260,20 +326,35 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
                 "(or torch's matmul) is in another state; re-record the baseline if this is the new normal",
                 normalized=normalized,
             )
+        shift, why = state_shift(current.state, baseline.run_states, policy.state_noise_floor)
+        limit = policy.state_shift_limit if policy.state_shift_limit is not None else math.log1p(policy.tolerance)
+        if shift > limit:
+            return Verdict(
+                Outcome.NOISY,
+                "time",
+                f"the machine is in a state its baseline did not cover: {why}; a neighbour or another host "
+                f"could move this figure by {math.expm1(shift) * 100:.0f}% without any change of code: not judged",
+                normalized=normalized,
+                detectable=detectable_slowdown(shift, policy.tolerance),
+            )
     # Recorded run medians are normalised exactly when the baseline has probe samples.
     runs = baseline.run_medians if normalized == bool(baseline.probe_samples) else ()
-    ratio, low, high = _ratio_interval(now, then, runs, policy)
+    ratio, low, high, half_width = _ratio_interval(now, then, runs, shift, policy)
+    detectable = detectable_slowdown(half_width, policy.tolerance)
     p_value = mann_whitney_p(now, then)
     band = f"time {_percent(ratio)} [{policy.confidence:.0%} CI {_percent(low)} .. {_percent(high)}]"
     if normalized:
         band += " relative to the reference kernel"
+    sees = f"; could see a slowdown of {detectable * 100:.0f}% or more"
+    if shift > 0:
+        sees += f" (widened by {math.expm1(shift) * 100:.1f}%: {why})"
     if ratio > 1 + policy.tolerance and low > 1:
         outcome, text = Outcome.REGRESSED, f"{band}, beyond the {policy.tolerance:.0%} tolerance"
     elif ratio < 1 / (1 + policy.tolerance) and high < 1:
         outcome, text = Outcome.IMPROVED, f"{band}: faster than the baseline; refresh it with --accel-update"
     else:
-        outcome, text = Outcome.UNCHANGED, f"{band}, within the {policy.tolerance:.0%} tolerance"
-    return Verdict(outcome, "time", text, ratio, low, high, p_value, normalized)
+        outcome, text = Outcome.UNCHANGED, f"{band}, within the {policy.tolerance:.0%} tolerance{sees}"
+    return Verdict(outcome, "time", text, ratio, low, high, p_value, normalized, detectable)
 
 
 def judge_memory(current: Observation, baseline: Observation, policy: VerdictPolicy) -> Verdict | None:
@@ -313,6 +394,7 @@ def combine(first: Verdict, confirmations: Sequence[Verdict]) -> Verdict:
             high=first.high,
             p_value=first.p_value,
             normalized=first.normalized,
+            detectable=first.detectable,
         )
     last = confirmations[-1]
     return Verdict(
@@ -324,4 +406,5 @@ def combine(first: Verdict, confirmations: Sequence[Verdict]) -> Verdict:
         high=last.high,
         p_value=last.p_value,
         normalized=last.normalized,
+        detectable=last.detectable,
     )

@@ -42,6 +42,8 @@ def verdict_cell(verdict: VerdictRecord | None) -> str:
         cell += f" {format_percent_change(verdict.time.ratio)}"
     if verdict.memory is not None and verdict.memory.outcome.value == "regressed":
         cell += " (memory)"
+    elif verdict.outcome.value in ("unchanged", "noisy") and verdict.time.detectable is not None:
+        cell += f" (sees {verdict.time.detectable * 100:.0f}%)"  # the smallest slowdown it could have called
     return cell
 
 
@@ -70,9 +72,29 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
         f"accel: {count} {outcome}" + (f": {_HINTS[outcome].format(where=where)}" if outcome in _HINTS else "")
         for outcome, count in sorted(counts.items())
     ]
+    lines += _sight_lines(records)
     if updating and lines:
         lines.append("accel: --accel-update: verdicts are reported, not enforced, and the baselines rewritten")
     return lines
+
+
+# The slowdown the summary counts verdicts against: what a kernel developer wants to see.
+_SIGHT = 0.10
+
+
+def _sight_lines(records: Sequence[Recorded]) -> list[str]:
+    """How many verdicts could have seen a 10% slowdown: "unchanged" is not "within 5%" on a noisy machine."""
+    judged = [
+        r.verdict.time.detectable for r in records if r.verdict is not None and r.verdict.time.detectable is not None
+    ]
+    if not judged:
+        return []
+    blind = sorted(d for d in judged if d > _SIGHT)
+    line = f"accel: {len(judged) - len(blind)} of {len(judged)} judged figures could see a {_SIGHT:.0%} slowdown"
+    if blind:
+        smallest, largest = blind[0] * 100, blind[-1] * 100
+        line += f"; {len(blind)} only {smallest:.0f}%-{largest:.0f}% or more (a noisier machine or baseline)"
+    return [line]
 
 
 def measurement_table(records: Sequence[Recorded]) -> list[str]:

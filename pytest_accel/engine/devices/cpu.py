@@ -15,7 +15,7 @@ from pytest_accel.engine.devices.base import OutOfMemoryReport, slug
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["CpuDevice", "HostTimer", "cpu_model_name", "default_cpu_threads"]
+__all__ = ["CpuDevice", "HostTimer", "cpu_identity", "cpu_model_name", "default_cpu_threads"]
 
 _PROC_STATUS = Path("/proc/self/status")
 _PROC_CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -69,6 +69,48 @@ def cpu_model_name() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+# Vector-ISA flags of /proc/cpuinfo that change which kernels torch runs (and so what a figure means).
+_VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "sve", "asimd")
+_CACHE_FOLDER = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def cpu_identity(cpuinfo: str | None = None, cache_folder: Path = _CACHE_FOLDER) -> dict[str, str]:
+    """Which kind of CPU this is, beyond its marketing name: family/model/stepping, caches, vector ISA.
+
+    A cloud VM's "AMD EPYC" or "Intel Xeon Processor" covers several host generations; a figure
+    taken on one says little about another. Fields the OS does not report are left out.
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if not key:
+            break  # the first processor's block is enough
+        fields.setdefault(key, value)
+    identity = {
+        name: fields[key]
+        for name, key in (("cpu_family", "cpu family"), ("cpu_model_number", "model"), ("cpu_stepping", "stepping"))
+        if key in fields
+    }
+    flags = set(fields.get("flags", fields.get("Features", "")).split())
+    identity["vector_isa"] = " ".join(flag for flag in _VECTOR_FLAGS if flag in flags) or "none"
+    for index in sorted(cache_folder.glob("index*")) if cache_folder.is_dir() else ():
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind != "Instruction":
+            identity[f"cache_l{level}"] = size
+    return identity
+
+
 def _read_status_bytes(field: str) -> int | None:
     """A memory field of /proc/self/status (``VmHWM``, ``VmRSS``) in bytes."""
     try:
@@ -106,8 +148,16 @@ class CpuDevice:
         return ""
 
     def key(self) -> str:
-        """``cpu-<model>-<cores>c``, e.g. ``cpu-amd-epyc-2c``."""
-        return f"cpu-{slug(cpu_model_name())}-{os.cpu_count() or 1}c"
+        """``cpu-<model>-f<family>m<model number>-<cores>c``, e.g. ``cpu-intel-xeon-f6m207-2c``.
+
+        Family and model number name the host generation that a VM's CPU name hides; caches and
+        vector ISA are in the provenance, and a baseline that differs in them is not compared.
+        """
+        identity = cpu_identity()
+        generation = ""
+        if "cpu_family" in identity and "cpu_model_number" in identity:
+            generation = f"-f{identity['cpu_family']}m{identity['cpu_model_number']}"
+        return f"cpu-{slug(cpu_model_name())}{generation}-{os.cpu_count() or 1}c"
 
     def provenance(self) -> Mapping[str, str]:
         """CPU model, cores, torch version and its thread count."""
@@ -121,6 +171,7 @@ class CpuDevice:
             "cpu_threads": str(self.threads),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "python": platform.python_version(),
+            **cpu_identity(),
         }
 
     def torch_device(self) -> torch.device:

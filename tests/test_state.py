@@ -1,0 +1,213 @@
+"""The machine's state: probes in the measuring loop, states in the baseline, the verdict's honest width."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_measure import FakeClock, constant, workload
+
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.engine.devices.cpu import HostTimer, cpu_identity
+from pytest_accel.engine.measure import STATE_EVERY, MeasureConfig, measure
+from pytest_accel.judgement import gate as gate_module
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, state_history
+from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
+from pytest_accel.judgement.gate import REFUTED_LIMIT, Gate, GateMode
+from pytest_accel.judgement.verdict import (
+    Observation,
+    Outcome,
+    VerdictPolicy,
+    detectable_slowdown,
+    judge_time,
+    state_shift,
+)
+from pytest_accel.outputs.results import Recorded
+from pytest_accel.outputs.terminal import verdict_cell, verdict_summary
+
+POLICY = VerdictPolicy()
+QUIET = {"compute": 1e-3, "memory": 3e-3, "latency": 1e-3}
+RECORDED = ({"compute": 1.00e-3, "memory": 3.00e-3, "latency": 1.00e-3},
+            {"compute": 1.02e-3, "memory": 3.03e-3, "latency": 1.01e-3},
+            {"compute": 0.99e-3, "memory": 3.01e-3, "latency": 0.99e-3})  # fmt: skip
+
+
+def test_every_probe_is_timed_and_its_median_kept() -> None:
+    clock = FakeClock()
+    _, fn = workload(clock, constant(0.001))
+    probes: dict[str, Callable[[], object]] = {}
+    for name, seconds in (("memory", 0.003), ("latency", 0.0005)):
+        _, probes[name] = workload(clock, constant(seconds))
+    _, compute = workload(clock, constant(0.002))
+    config = MeasureConfig(measure_seconds=0.2, round_seconds=0.01, min_rounds=20, max_rounds=20)
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=config,
+                     probe=compute, state_probes=probes)  # fmt: skip
+    assert result.state == pytest.approx({"compute": 0.002, "memory": 0.003, "latency": 0.0005})
+    assert result.samples == pytest.approx((0.001,) * 20)  # the probes stay out of the figure
+    assert 20 // STATE_EVERY >= 5  # enough samples of each at the minimum round count
+
+
+def test_without_state_probes_the_state_is_the_reference_kernel_alone() -> None:
+    clock = FakeClock()
+    _, fn = workload(clock, constant(0.001))
+    _, compute = workload(clock, constant(0.002))
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", probe=compute,
+                     config=MeasureConfig(measure_seconds=0.05, round_seconds=0.01, min_rounds=5))  # fmt: skip
+    assert result.state == pytest.approx({"compute": 0.002})
+
+
+def test_a_state_inside_the_recorded_range_shifts_nothing() -> None:
+    assert state_shift(QUIET, RECORDED) == (0.0, "")
+    assert state_shift(QUIET, ()) == (0.0, "")  # an old baseline without states
+    assert state_shift({"memory": 1.0}, RECORDED) == (0.0, "")  # no compute probe now
+
+
+def test_a_memory_bound_neighbour_is_named_with_its_size() -> None:
+    busy = {"compute": 1.05e-3, "memory": 4.6e-3, "latency": 1.1e-3}  # copies 1.46x slower relative to the matmul
+    shift, why = state_shift(busy, RECORDED)
+    # beyond the highest recording (3.01 / 0.99), less the 10% noise floor
+    assert shift == pytest.approx(math.log(4.6 / 1.05) - math.log(3.01 / 0.99) - 0.10, abs=1e-9)
+    assert why.startswith("a large memory copy took 1.46x as long, relative to the reference kernel")
+
+
+@given(st.floats(min_value=0.2, max_value=5.0), st.floats(min_value=0.2, max_value=5.0))
+def test_a_shift_never_depends_on_the_machine_being_uniformly_faster(speed: float, memory: float) -> None:
+    """Scaling every probe alike (a faster or slower clock) changes no relative time: the shift stays."""
+    now = {"compute": 1e-3, "memory": 3e-3 * memory}
+    scaled = {name: seconds * speed for name, seconds in now.items()}
+    assert state_shift(scaled, RECORDED)[0] == pytest.approx(state_shift(now, RECORDED)[0], abs=1e-9)
+
+
+def observation(
+    centre: float, state: dict[str, float] | None = None, runs: tuple[dict[str, float], ...] = ()
+) -> Observation:
+    samples = [centre * (1 + 0.01 * ((i * 7) % 5 - 2)) for i in range(30)]
+    return Observation(samples, [1e-3] * 30, None, (), state or {}, runs)
+
+
+def test_a_state_beyond_the_tolerance_is_noisy_and_says_what_changed() -> None:
+    busy = {"compute": 1e-3, "memory": 4.2e-3, "latency": 1e-3}
+    verdict = judge_time(observation(0.013, busy), observation(0.01, runs=RECORDED), POLICY)
+    assert verdict.outcome is Outcome.NOISY  # +30% "slower", but the copy probe moved +39%: not judged
+    assert "a large memory copy took 1.40x as long" in verdict.reason and "not judged" in verdict.reason
+
+
+def test_a_small_state_shift_widens_the_interval_and_the_detectable_slowdown() -> None:
+    slight = {"compute": 1e-3, "memory": 3.5e-3, "latency": 1e-3}  # +4% beyond the range and the 10% floor
+    steady = judge_time(observation(0.0101, QUIET), observation(0.01, runs=RECORDED), POLICY)
+    shifted = judge_time(observation(0.0101, slight), observation(0.01, runs=RECORDED), POLICY)
+    assert steady.outcome is shifted.outcome is Outcome.UNCHANGED
+    assert steady.detectable is not None and shifted.detectable is not None
+    assert shifted.detectable > steady.detectable
+    assert "widened by" in shifted.reason and "could see a slowdown of" in shifted.reason
+
+
+def test_detectable_slowdown_is_the_tolerance_or_the_interval_whichever_is_larger() -> None:
+    assert detectable_slowdown(0.01, 0.05) == pytest.approx(0.05)
+    assert detectable_slowdown(math.log(1.3), 0.05) == pytest.approx(0.3)
+
+
+def test_run_states_round_trip_and_are_validated(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    entry = BaselineEntry("t::a", "throughput", "x", 1.0, (0.1,), run_states=RECORDED)
+    store.update("cpu-k", "smoke", 1, [entry])
+    assert store.load("cpu-k", "smoke")[("t::a", "throughput")].run_states == RECORDED
+    path = store.path_for("cpu-k", "smoke")
+    document = json.loads(path.read_text())
+    document["entries"]["t::a"]["throughput"]["run_states"][0]["memory"] = -1
+    path.write_text(json.dumps(document))
+    with pytest.raises(BaselineError, match=r"run_states'\]\[0\]\['memory'\]: expected a positive finite number"):
+        store.load("cpu-k", "smoke")
+
+
+def test_state_history_keeps_the_recordings_states_until_reset() -> None:
+    m = Measurement("x", 1.0, (0.1,), probe_samples=(1e-3,), state=QUIET)
+    first = BaselineEntry("t::a", "throughput", "x", 1.0, (0.1,), (1e-3,), run_states=RECORDED)
+    assert state_history(first, m, {}, reset=False) == (*RECORDED, QUIET)
+    assert state_history(first, m, {}, reset=True) == (QUIET,)
+    assert state_history(None, Measurement("x", 1.0, (0.1,)), {}, reset=False) == ()
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 1
+model name\t: AMD EPYC
+stepping\t: 1
+flags\t\t: fpu sse avx2 fma
+
+processor\t: 1
+cpu family\t: 99
+"""
+
+
+def test_cpu_identity_names_the_host_generation(tmp_path: Path) -> None:
+    for index, (level, kind, size) in enumerate(
+        [("1", "Data", "32K"), ("1", "Instruction", "32K"), ("2", "Unified", "512K"), ("3", "Unified", "32768K")]
+    ):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        for name, value in (("level", level), ("type", kind), ("size", size)):
+            (folder / name).write_text(value + "\n")
+    identity = cpu_identity(CPUINFO, tmp_path)
+    assert identity == {
+        "cpu_family": "25",
+        "cpu_model_number": "1",
+        "cpu_stepping": "1",
+        "vector_isa": "avx2",
+        "cache_l1": "32K",
+        "cache_l2": "512K",
+        "cache_l3": "32768K",
+    }
+    assert cpu_identity("", tmp_path / "missing") == {"vector_isa": "none"}
+
+
+def test_a_baseline_from_another_cache_size_is_not_compared() -> None:
+    entry = BaselineEntry("t::a", "throughput", "x", 1.0, (0.1,), provenance={"cache_l3": "32768K"})
+    measurement = Measurement("x", 1.0, (0.1,))
+    assert entry.incomparable(measurement, {"cache_l3": "266240K"}) == (
+        "the baseline was taken with cache_l3=32768K, this run has cache_l3=266240K"
+    )
+
+
+def test_after_refuted_suspects_later_ones_are_noisy_without_a_process_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    spawned: list[str] = []
+
+    def refuting(test: str, metric: str, rootdir: Path, settings: ChildSettings) -> FreshVerdict:
+        spawned.append(test)
+        return FreshVerdict("unchanged", "time +1.0%")
+
+    monkeypatch.setattr(gate_module, "confirm_in_fresh_process", refuting)
+    base = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
+    slow = Measurement("x", 1.0, tuple(s * 1.5 for s in base.samples), probe_samples=(1e-3,) * 30)
+    entries = {
+        (f"t::{i}", "throughput"): BaselineEntry(f"t::{i}", "throughput", "x", 1.0, base.samples, base.probe_samples)
+        for i in range(4)
+    }
+    settings = ChildSettings("cpu", "smoke", Path("."), 1.0, 1.0, 0.05, 0.1, 0.1, 0, 1)
+    gate = Gate(lambda: entries, {}, GateMode(confirmations=0, fresh_process=settings), Path("."), gate_memory=False)
+    outcomes = [gate.judge(f"t::{i}", slow, POLICY, lambda: slow).result.outcome for i in range(4)]
+    assert outcomes == [Outcome.UNCHANGED] * REFUTED_LIMIT + [Outcome.NOISY] * (4 - REFUTED_LIMIT)
+    assert len(spawned) == REFUTED_LIMIT
+
+
+def test_the_summary_says_how_many_figures_could_see_ten_percent() -> None:
+    def recorded(detectable: float) -> Recorded:
+        verdict = judge_time(observation(0.01), observation(0.01, runs=()), POLICY)
+        from dataclasses import replace
+
+        from pytest_accel.judgement.verdict import VerdictRecord
+
+        return Recorded(
+            "t::a", "passed", Measurement("x", 1.0, (0.1,)), VerdictRecord(replace(verdict, detectable=detectable))
+        )
+
+    records = [recorded(0.06), recorded(0.08), recorded(0.25)]
+    assert "(sees 6%)" in verdict_cell(records[0].verdict)
+    lines = verdict_summary(records, "cpu-k/smoke", updating=False)
+    assert "accel: 2 of 3 judged figures could see a 10% slowdown; 1 only 25%-25% or more" in lines[-1]
