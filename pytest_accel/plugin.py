@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_accel.engine.devices import DEVICE_CHOICES
-from pytest_accel.options import PROFILE_CHOICES, parse_output_path, parse_positive_float, parse_positive_int
+from pytest_accel.options import (
+    MARKER_SETTINGS,
+    PROFILE_CHOICES,
+    parse_output_path,
+    parse_positive_float,
+    parse_positive_int,
+)
 
 if TYPE_CHECKING:
     from pytest_accel.engine.devices.base import Device
@@ -164,8 +170,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the marker and the session object that does the work."""
     config.addinivalue_line(
         "markers",
-        "perf(**settings): a performance test; settings override the ini for this test "
-        "(tolerance, memory_tolerance, measure_seconds, warmup_max_seconds, min_rounds, round_seconds)",
+        f"perf(**settings): a performance test; settings override the ini for this test ({', '.join(MARKER_SETTINGS)})",
     )
     from pytest_accel.session import AccelSession
 

@@ -22,6 +22,7 @@ from pytest_accel.judgement.gate import REFUTED_LIMIT, Gate, GateMode
 from pytest_accel.judgement.verdict import (
     Observation,
     Outcome,
+    StateShift,
     VerdictPolicy,
     detectable_slowdown,
     judge_time,
@@ -62,17 +63,29 @@ def test_without_state_probes_the_state_is_the_reference_kernel_alone() -> None:
 
 
 def test_a_state_inside_the_recorded_range_shifts_nothing() -> None:
-    assert state_shift(QUIET, RECORDED) == (0.0, "")
-    assert state_shift(QUIET, ()) == (0.0, "")  # an old baseline without states
-    assert state_shift({"memory": 1.0}, RECORDED) == (0.0, "")  # no compute probe now
+    assert state_shift(QUIET, RECORDED) == StateShift()
+    assert state_shift(QUIET, ()) == StateShift()  # an old baseline without states
+    assert state_shift({"memory": 1.0}, RECORDED) == StateShift()  # no compute probe now
 
 
 def test_a_memory_bound_neighbour_is_named_with_its_size() -> None:
     busy = {"compute": 1.05e-3, "memory": 4.6e-3, "latency": 1.1e-3}  # copies 1.46x slower relative to the matmul
-    shift, why = state_shift(busy, RECORDED)
+    shift = state_shift(busy, RECORDED)
     # beyond the highest recording (3.01 / 0.99), less the 10% noise floor
-    assert shift == pytest.approx(math.log(4.6 / 1.05) - math.log(3.01 / 0.99) - 0.10, abs=1e-9)
-    assert why.startswith("a large memory copy took 1.46x as long, relative to the reference kernel")
+    assert shift.slower == pytest.approx(math.log(4.6 / 1.05) - math.log(3.01 / 0.99) - 0.10, abs=1e-9)
+    assert shift.why_slower.startswith("a large memory copy took 1.46x as long, relative to the reference kernel")
+    assert shift.faster == 0.0
+
+
+def test_a_faster_memory_system_cannot_fake_a_slowdown() -> None:
+    """A copy now 30% quicker (the host's bandwidth moves with its tenants) widens only the upper bound."""
+    fast = {"compute": 1e-3, "memory": 2.1e-3, "latency": 1e-3}
+    shift = state_shift(fast, RECORDED)
+    assert shift.slower == 0.0 and shift.faster > 0.2
+    slower = judge_time(observation(0.0125, fast), observation(0.01, runs=RECORDED), POLICY)
+    assert slower.outcome is Outcome.REGRESSED  # a 25% slowdown is still called
+    faster = judge_time(observation(0.0075, fast), observation(0.01, runs=RECORDED), POLICY)
+    assert faster.outcome is Outcome.NOISY and "could look 2" in faster.reason and "faster" in faster.reason
 
 
 @given(st.floats(min_value=0.2, max_value=5.0), st.floats(min_value=0.2, max_value=5.0))
@@ -80,7 +93,8 @@ def test_a_shift_never_depends_on_the_machine_being_uniformly_faster(speed: floa
     """Scaling every probe alike (a faster or slower clock) changes no relative time: the shift stays."""
     now = {"compute": 1e-3, "memory": 3e-3 * memory}
     scaled = {name: seconds * speed for name, seconds in now.items()}
-    assert state_shift(scaled, RECORDED)[0] == pytest.approx(state_shift(now, RECORDED)[0], abs=1e-9)
+    one, other = state_shift(scaled, RECORDED), state_shift(now, RECORDED)
+    assert (one.slower, one.faster) == pytest.approx((other.slower, other.faster), abs=1e-9)
 
 
 def observation(

@@ -5,8 +5,8 @@ Pure logic: no torch, no pytest. The rules, in order:
 1. No baseline (or one taken with a different workload or setting)      -> NEW
 2. The machine misbehaves: the normalised samples spread far wider than the baseline's, the
    reference kernel runs at a very different speed than when the baseline was recorded, or the
-   machine's state moved beyond what the baseline's recordings covered by more than the tolerance
-   (the state shift, below)                                               -> NOISY
+   figure moved beyond the tolerance in the direction the machine's state shifted, by more than
+   the tolerance, beyond what the baseline's recordings covered (the state shift, below) -> NOISY
 3. Time ratio of this run's median to the median of the baseline's recorded runs, computed on
    normalised samples (each round over its adjacent probe round, or for a pipelined measurement over
    the median of its probe block) when both sides have them,
@@ -14,10 +14,12 @@ Pure logic: no torch, no pytest. The rules, in order:
        ratio > 1 + tolerance and the interval excludes 1                 -> REGRESSED
        ratio < 1 / (1 + tolerance) and the interval excludes 1           -> IMPROVED
        otherwise                                                         -> UNCHANGED
-   The state shift widens the interval: the memory and latency probes' times relative to the
-   reference kernel's, now against the range the baseline's recordings saw; a workload bound by
-   memory could have moved that much relative to the reference kernel without any change of code.
-   Every verdict carries the smallest slowdown it could have called (``detectable``).
+   The state shift widens the interval on its side: the memory and latency probes' times relative
+   to the reference kernel's, now against the range the baseline's recordings saw; a workload bound
+   by memory could have moved that much relative to the reference kernel without any change of
+   code. A probe now relatively slower widens the lower bound (a slowdown could be the machine's),
+   a faster one the upper bound. Every verdict carries the smallest slowdown it could have called
+   (``detectable``).
 4. A REGRESSED time verdict is re-measured (the fixture does it) and stands only if every
    confirmation also says REGRESSED; a confirmation that is NOISY makes the whole NOISY.
 5. Peak memory: growth beyond memory_tolerance and MEMORY_SLACK_BYTES    -> REGRESSED
@@ -45,6 +47,7 @@ from pytest_accel.core.units import format_percent_change as _percent
 __all__ = [
     "Observation",
     "Outcome",
+    "StateShift",
     "Verdict",
     "VerdictPolicy",
     "VerdictRecord",
@@ -239,20 +242,36 @@ class VerdictRecord:
 _STATE_NAMES = {"memory": "a large memory copy", "latency": "a random gather", "compute": "the reference kernel"}
 
 
+@final
+@dataclass(frozen=True)
+class StateShift:
+    """How far the machine's state lies outside what a baseline's recordings saw, in each direction.
+
+    ``slower``: the largest excess (log ratio) of a probe that now takes relatively longer, so a
+    workload bound by what it measures could look slower without any change of code; ``faster``:
+    the same the other way. Zero when nothing moved beyond the recorded range and the noise floor.
+    """
+
+    slower: float = 0.0
+    faster: float = 0.0
+    why_slower: str = ""
+    why_faster: str = ""
+
+
 def state_shift(
     now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], noise_floor: float = 0.10
-) -> tuple[float, str]:
-    """How far the machine's state lies outside what the recordings saw, as a log ratio, and why.
+) -> StateShift:
+    """Compare this run's state probes with the recordings' (see ``StateShift``).
 
     For each probe beside ``compute``: its time relative to the reference kernel's, now, against
     the same relative time in each recording (centred on their median). Only the excess beyond the
     recorded range, widened by ``noise_floor`` (the probes' own run-to-run noise), counts: the
-    recordings' spread is already in the between-run error. Returns (0.0, "") when there is nothing
-    to compare (no states on one side).
+    recordings' spread is already in the between-run error. Nothing to compare (no states on one
+    side) is no shift.
     """
     if "compute" not in now:
-        return 0.0, ""
-    worst, why = 0.0, ""
+        return StateShift()
+    slower, faster, why_slower, why_faster = 0.0, 0.0, "", ""
     for name, seconds in sorted(now.items()):
         pairs = [(s[name], s["compute"]) for s in recorded if name in s and "compute" in s]
         if name == "compute" or not pairs:
@@ -261,26 +280,26 @@ def state_shift(
         centre = median(history)
         relative = math.log(seconds / now["compute"]) - centre
         low, high = min(history) - centre, max(history) - centre
-        excess = max(0.0, relative - high - noise_floor, low - noise_floor - relative)
-        if excess > worst:
-            worst = excess
-            why = (
-                f"{_STATE_NAMES.get(name, name)} took {math.exp(relative):.2f}x as long, relative to the reference "
-                f"kernel, as in the baseline's recordings (they spanned {math.exp(low):.2f}-{math.exp(high):.2f}x)"
-            )
-    return worst, why
+        why = (
+            f"{_STATE_NAMES.get(name, name)} took {math.exp(relative):.2f}x as long, relative to the reference "
+            f"kernel, as in the baseline's recordings (they spanned {math.exp(low):.2f}-{math.exp(high):.2f}x)"
+        )
+        if relative - high - noise_floor > slower:
+            slower, why_slower = relative - high - noise_floor, why
+        if low - noise_floor - relative > faster:
+            faster, why_faster = low - noise_floor - relative, why
+    return StateShift(slower, faster, why_slower, why_faster)
 
 
 def _ratio_interval(
-    now: Sequence[float], then: Sequence[float], run_medians: Sequence[float], shift: float, policy: VerdictPolicy
-) -> tuple[float, float, float, float]:
-    """Ratio of this run's median to the baseline runs' median, with a combined interval and its half-width.
+    now: Sequence[float], then: Sequence[float], run_medians: Sequence[float], policy: VerdictPolicy
+) -> tuple[float, float]:
+    """Ratio of this run's median to the baseline runs' median, and the half-width of its interval (log scale).
 
     Two independent errors add on the log scale: the within-run one (the distribution-free
     interval of this run's samples against the latest baseline samples) and the between-run one
     (the recorded runs' spread, at least ``between_run_floor``, widened by sqrt(1 + 1/runs) for the
-    uncertainty of their centre). The state ``shift`` is a bound on a bias, not a random error: it
-    adds to the half-width linearly.
+    uncertainty of their centre).
     """
     runs = tuple(run_medians) or (median(then),)
     ratio = median(now) / median(runs)
@@ -288,13 +307,23 @@ def _ratio_interval(
     within = (math.log(within_high) - math.log(within_low)) / 2
     spread = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 3 else 0.0
     between = z_score(policy.confidence) * max(spread, policy.between_run_floor) * math.sqrt(1 + 1 / len(runs))
-    half_width = math.hypot(within, between) + shift
-    return ratio, ratio * math.exp(-half_width), ratio * math.exp(half_width), half_width
+    return ratio, math.hypot(within, between)
 
 
 def detectable_slowdown(half_width: float, tolerance: float) -> float:
     """The smallest slowdown a verdict with this interval can call: beyond the tolerance and the interval."""
     return max(1 + tolerance, math.exp(half_width)) - 1
+
+
+def _noisy_state(why: str, shift: float, direction: str, tolerance: float, normalized: bool) -> Verdict:
+    return Verdict(
+        Outcome.NOISY,
+        "time",
+        f"the machine is in a state its baseline did not cover: {why}; a workload bound by it could look "
+        f"{math.expm1(shift) * 100:.0f}% {direction} without any change of code: not judged",
+        normalized=normalized,
+        detectable=detectable_slowdown(shift, tolerance),
+    )
 
 
 def judge_time(current: Observation, baseline: Observation, policy: VerdictPolicy) -> Verdict:
@@ -315,7 +344,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
             f"(baseline ±{spread_then * 100:.0f}%): the machine is too unsteady to judge",
             normalized=normalized,
         )
-    shift, why = 0.0, ""
+    shift = StateShift()
     if normalized:
         drift = median(current.probe_samples) / median(baseline.probe_samples)
         if not 1 / policy.probe_drift_limit <= drift <= policy.probe_drift_limit:
@@ -326,28 +355,25 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
                 "(or torch's matmul) is in another state; re-record the baseline if this is the new normal",
                 normalized=normalized,
             )
-        shift, why = state_shift(current.state, baseline.run_states, policy.state_noise_floor)
-        limit = policy.state_shift_limit if policy.state_shift_limit is not None else math.log1p(policy.tolerance)
-        if shift > limit:
-            return Verdict(
-                Outcome.NOISY,
-                "time",
-                f"the machine is in a state its baseline did not cover: {why}; a neighbour or another host "
-                f"could move this figure by {math.expm1(shift) * 100:.0f}% without any change of code: not judged",
-                normalized=normalized,
-                detectable=detectable_slowdown(shift, policy.tolerance),
-            )
+        shift = state_shift(current.state, baseline.run_states, policy.state_noise_floor)
     # Recorded run medians are normalised exactly when the baseline has probe samples.
     runs = baseline.run_medians if normalized == bool(baseline.probe_samples) else ()
-    ratio, low, high, half_width = _ratio_interval(now, then, runs, shift, policy)
-    detectable = detectable_slowdown(half_width, policy.tolerance)
+    ratio, half_width = _ratio_interval(now, then, runs, policy)
+    limit = policy.state_shift_limit if policy.state_shift_limit is not None else math.log1p(policy.tolerance)
+    if ratio > 1 + policy.tolerance and shift.slower > limit:
+        return _noisy_state(shift.why_slower, shift.slower, "slower", policy.tolerance, normalized)
+    if ratio < 1 / (1 + policy.tolerance) and shift.faster > limit:
+        return _noisy_state(shift.why_faster, shift.faster, "faster", policy.tolerance, normalized)
+    # A shift is a bound on a bias, not a random error: it widens its own side of the interval linearly.
+    low, high = ratio * math.exp(-half_width - shift.slower), ratio * math.exp(half_width + shift.faster)
+    detectable = detectable_slowdown(half_width + shift.slower, policy.tolerance)
     p_value = mann_whitney_p(now, then)
     band = f"time {_percent(ratio)} [{policy.confidence:.0%} CI {_percent(low)} .. {_percent(high)}]"
     if normalized:
         band += " relative to the reference kernel"
     sees = f"; could see a slowdown of {detectable * 100:.0f}% or more"
-    if shift > 0:
-        sees += f" (widened by {math.expm1(shift) * 100:.1f}%: {why})"
+    if shift.slower > 0:
+        sees += f" (widened by {math.expm1(shift.slower) * 100:.1f}%: {shift.why_slower})"
     if ratio > 1 + policy.tolerance and low > 1:
         outcome, text = Outcome.REGRESSED, f"{band}, beyond the {policy.tolerance:.0%} tolerance"
     elif ratio < 1 / (1 + policy.tolerance) and high < 1:
