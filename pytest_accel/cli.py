@@ -132,6 +132,8 @@ def cmd_baselines(options: argparse.Namespace) -> int:
     if options.action == "prune":
         return subprocess.call([sys.executable, "-m", "pytest", "--accel-prune", *options.pytest_args])
     store = BaselineStore(options.root)
+    if not options.root.is_dir():
+        raise BaselineError(f"{options.root}: no such baseline folder")
     for path in store.files():
         entries = store.load(*store.identify(path))
         print(f"{path}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
@@ -168,10 +170,13 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument("--html", type=Path)
     history.set_defaults(run=cmd_history)
     baselines = commands.add_parser("baselines", help="show the baseline store, or prune stale entries")
-    baselines.add_argument("action", choices=["show", "prune"])
-    baselines.add_argument("--root", type=Path, default=Path("baselines"))
-    baselines.add_argument("pytest_args", nargs=argparse.REMAINDER, help="prune: the pytest arguments")
-    baselines.set_defaults(run=cmd_baselines)
+    actions = baselines.add_subparsers(dest="action", required=True)
+    show = actions.add_parser("show", help="every baseline file with its entries")
+    show.add_argument("--root", type=Path, default=Path("baselines"), help="the baseline folder (default: baselines)")
+    show.set_defaults(run=cmd_baselines)
+    prune = actions.add_parser("prune", help="pytest --accel-prune with the given pytest arguments")
+    prune.add_argument("pytest_args", nargs=argparse.REMAINDER, help="the pytest arguments")
+    prune.set_defaults(run=cmd_baselines)
     return parser
 
 

@@ -7,6 +7,8 @@ and is tested without pytester (tests/test_fixture.py).
 
 from __future__ import annotations
 
+import json
+import math
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
@@ -54,6 +56,25 @@ def _oom_message(report: OutOfMemoryReport, device_key: str) -> str:
         f"peak {format_bytes(report.peak_bytes)}, limit {format_bytes(report.limit_bytes)}. "
         "Caches were freed; lower the batch or use the smoke profile."
     )
+
+
+def _argument_problem(
+    items: float, unit: str, flops: float | None, bytes_moved: float | None, name: str, extra: dict[str, Any]
+) -> str | None:
+    """What is wrong with the arguments of one ``throughput()`` call, or None."""
+    for label, value in (("unit", unit), ("name", name)):
+        if not isinstance(value, str) or not value.strip():
+            return f"{label} must be a non-empty string, got {value!r}"
+    for label, number in (("items", items), ("flops", flops), ("bytes_moved", bytes_moved)):
+        if number is None and label != "items":
+            continue
+        if isinstance(number, bool) or not isinstance(number, int | float) or not math.isfinite(number) or number <= 0:
+            return f"{label} must be a finite number greater than 0, got {number!r}"
+    try:
+        json.dumps(extra, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        return f"labels must be JSON values (strings, finite numbers, booleans, lists, objects): {error}"
+    return None
 
 
 @final
@@ -112,6 +133,9 @@ class Throughput:
                 "contend for the device and skew every figure. Run perf tests with -n 0 (or -p no:xdist).",
                 pytrace=False,
             )
+        problem = _argument_problem(items, unit, flops, bytes_moved, name, extra)
+        if problem is not None:  # before an hour of measuring, not when the baselines are written
+            pytest.fail(f"throughput(): {problem}", pytrace=False)
         if any(m.name == name for m in self.measurements):
             pytest.fail(f"measurement {name!r} was already taken in this test; pass a distinct name=", pytrace=False)
         # Mark pytest-benchmark's fixture as used (it warns about unused ones), also when disabled.

@@ -199,3 +199,19 @@ def test_baselines_show_lists_entries(perf_pytester: pytest.Pytester, capsys: py
     assert main(["baselines", "show", "--root", str(perf_pytester.path / "baselines")]) == 0
     out = capsys.readouterr().out
     assert "smoke.json: 2 entries" in out and "test_naps.py::test_nap [throughput]" in out
+
+
+def test_baselines_show_reads_the_root_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--root`` after ``show`` is honoured wherever the command runs (no ``baselines/`` in the cwd)."""
+    from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
+
+    BaselineStore(tmp_path / "elsewhere").update(
+        "cpu-k-2c", "smoke", 1, [BaselineEntry("t::a", "throughput", "x", 2.0, (0.5,))]
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["baselines", "show", "--root", str(tmp_path / "elsewhere")]) == 0
+    assert "smoke.json: 1 entry" in capsys.readouterr().out
+    assert main(["baselines", "show", "--root", str(tmp_path / "missing")]) == 2
+    assert "no such baseline folder" in capsys.readouterr().err

@@ -135,3 +135,25 @@ def test_disabled_runs_once_unjudged_and_still_checks_the_output() -> None:
     assert calls == [1] and m.disabled and recorded == [(m, None)]
     with pytest.raises(pytest.fail.Exception, match="not finite"):
         fixture(lambda: torch.tensor([1.0, math.nan]), items=1, unit="calls", name="nan")
+
+
+@pytest.mark.parametrize(
+    "kwargs, problem",
+    [
+        ({"unit": ""}, "unit must be a non-empty string"),
+        ({"unit": None}, "unit must be a non-empty string"),
+        ({"name": ""}, "name must be a non-empty string"),
+        ({"items": -5}, "items must be a finite number greater than 0"),
+        ({"flops": -1.0}, "flops must be a finite number greater than 0"),
+        ({"bytes_moved": math.nan}, "bytes_moved must be a finite number greater than 0"),
+        ({"workers": {1, 2}}, "labels must be JSON values"),
+        ({"ratio": math.nan}, "labels must be JSON values"),
+    ],
+)
+def test_bad_arguments_fail_at_the_call_naming_the_argument(kwargs: dict[str, Any], problem: str) -> None:
+    measured: list[int] = []
+    fixture, recorded = make()
+    arguments: dict[str, Any] = {"items": 1, "unit": "calls", **kwargs}
+    with pytest.raises(pytest.fail.Exception, match=f"throughput\\(\\): {problem}"):
+        fixture(lambda: measured.append(1), **arguments)
+    assert measured == [] and recorded == []  # refused before anything ran

@@ -84,8 +84,9 @@ def test_a_faster_memory_system_cannot_fake_a_slowdown() -> None:
     assert shift.slower == 0.0 and shift.faster > 0.2
     slower = judge_time(observation(0.0125, fast), observation(0.01, runs=RECORDED), POLICY)
     assert slower.outcome is Outcome.REGRESSED  # a 25% slowdown is still called
-    faster = judge_time(observation(0.0075, fast), observation(0.01, runs=RECORDED), POLICY)
-    assert faster.outcome is Outcome.NOISY and "could look 2" in faster.reason and "faster" in faster.reason
+    faster = judge_time(observation(0.0085, fast), observation(0.01, runs=RECORDED), POLICY)
+    assert faster.outcome is Outcome.UNCHANGED  # -15%, but the machine's state could explain it
+    assert "a speedup up to 2" in faster.reason and "is not claimed" in faster.reason
 
 
 @given(st.floats(min_value=0.2, max_value=5.0), st.floats(min_value=0.2, max_value=5.0))

@@ -5,8 +5,8 @@ Pure logic: no torch, no pytest. The rules, in order:
 1. No baseline (or one taken with a different workload or setting)      -> NEW
 2. The machine misbehaves: the normalised samples spread far wider than the baseline's, the
    reference kernel runs at a very different speed than when the baseline was recorded, or the
-   figure moved beyond the tolerance in the direction the machine's state shifted, by more than
-   the tolerance, beyond what the baseline's recordings covered (the state shift, below) -> NOISY
+   figure looks slower beyond the tolerance while the machine's state shifted that way by more than
+   the tolerance beyond what the baseline's recordings covered (the state shift, below) -> NOISY
 3. Time ratio of this run's median to the median of the baseline's recorded runs, computed on
    normalised samples (each round over its adjacent probe round, or for a pipelined measurement over
    the median of its probe block) when both sides have them,
@@ -17,9 +17,9 @@ Pure logic: no torch, no pytest. The rules, in order:
    The state shift widens the interval on its side: the memory and latency probes' times relative
    to the reference kernel's, now against the range the baseline's recordings saw; a workload bound
    by memory could have moved that much relative to the reference kernel without any change of
-   code. A probe now relatively slower widens the lower bound (a slowdown could be the machine's),
-   a faster one the upper bound. Every verdict carries the smallest slowdown it could have called
-   (``detectable``).
+   code. A probe now relatively slower widens the lower bound (a slowdown could be the machine's:
+   beyond the tolerance, the verdict is noisy), a faster one the upper bound (a speedup could be).
+   Every verdict carries the smallest slowdown it could have called (``detectable``).
 4. A REGRESSED time verdict is re-measured (the fixture does it) and stands only if every
    confirmation also says REGRESSED; a confirmation that is NOISY makes the whole NOISY.
 5. Peak memory: growth beyond memory_tolerance and MEMORY_SLACK_BYTES    -> REGRESSED
@@ -315,12 +315,12 @@ def detectable_slowdown(half_width: float, tolerance: float) -> float:
     return max(1 + tolerance, math.exp(half_width)) - 1
 
 
-def _noisy_state(why: str, shift: float, direction: str, tolerance: float, normalized: bool) -> Verdict:
+def _noisy_state(why: str, shift: float, tolerance: float, normalized: bool) -> Verdict:
     return Verdict(
         Outcome.NOISY,
         "time",
         f"the machine is in a state its baseline did not cover: {why}; a workload bound by it could look "
-        f"{math.expm1(shift) * 100:.0f}% {direction} without any change of code: not judged",
+        f"{math.expm1(shift) * 100:.0f}% slower without any change of code: not judged",
         normalized=normalized,
         detectable=detectable_slowdown(shift, tolerance),
     )
@@ -361,9 +361,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     ratio, half_width = _ratio_interval(now, then, runs, policy)
     limit = policy.state_shift_limit if policy.state_shift_limit is not None else math.log1p(policy.tolerance)
     if ratio > 1 + policy.tolerance and shift.slower > limit:
-        return _noisy_state(shift.why_slower, shift.slower, "slower", policy.tolerance, normalized)
-    if ratio < 1 / (1 + policy.tolerance) and shift.faster > limit:
-        return _noisy_state(shift.why_faster, shift.faster, "faster", policy.tolerance, normalized)
+        return _noisy_state(shift.why_slower, shift.slower, policy.tolerance, normalized)
     # A shift is a bound on a bias, not a random error: it widens its own side of the interval linearly.
     low, high = ratio * math.exp(-half_width - shift.slower), ratio * math.exp(half_width + shift.faster)
     detectable = detectable_slowdown(half_width + shift.slower, policy.tolerance)
@@ -374,6 +372,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     sees = f"; could see a slowdown of {detectable * 100:.0f}% or more"
     if shift.slower > 0:
         sees += f" (widened by {math.expm1(shift.slower) * 100:.1f}%: {shift.why_slower})"
+    if shift.faster > 0:  # a speedup the machine's state could explain is not claimed
+        sees += f"; a speedup up to {math.expm1(shift.faster) * 100:.1f}% is not claimed: {shift.why_faster}"
     if ratio > 1 + policy.tolerance and low > 1:
         outcome, text = Outcome.REGRESSED, f"{band}, beyond the {policy.tolerance:.0%} tolerance"
     elif ratio < 1 / (1 + policy.tolerance) and high < 1:
