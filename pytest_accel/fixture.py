@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
@@ -19,7 +20,7 @@ import pytest
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.units import format_bytes
 from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
-from pytest_accel.engine.machine import state_probes
+from pytest_accel.engine.machine import HostShare, state_probes
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
 from pytest_accel.judgement.gate import Judgement
 from pytest_accel.judgement.verdict import VerdictRecord
@@ -68,7 +69,7 @@ def _argument_problem(
     for label, number in (("items", items), ("flops", flops), ("bytes_moved", bytes_moved)):
         if number is None and label != "items":
             continue
-        if isinstance(number, bool) or not isinstance(number, int | float) or not math.isfinite(number) or number <= 0:
+        if isinstance(number, bool) or not isinstance(number, numbers.Real) or not math.isfinite(number) or number <= 0:
             return f"{label} must be a finite number greater than 0, got {number!r}"
     try:
         json.dumps(extra, allow_nan=False)
@@ -207,6 +208,7 @@ class Throughput:
                 config=self._config,
                 probe=compute,
                 state_probes=others,
+                host_share=HostShare(),
                 pipelined=pipelined,
             )
         except MeasurementError as error:

@@ -136,7 +136,7 @@ def test_run_states_round_trip_and_are_validated(tmp_path: Path) -> None:
     document = json.loads(path.read_text())
     document["entries"]["t::a"]["throughput"]["run_states"][0]["memory"] = -1
     path.write_text(json.dumps(document))
-    with pytest.raises(BaselineError, match=r"run_states'\]\[0\]\['memory'\]: expected a positive finite number"):
+    with pytest.raises(BaselineError, match=r"run_states'\]\[0\]\['memory'\]: expected a finite number >= 0"):
         store.load("cpu-k", "smoke")
 
 
@@ -226,3 +226,39 @@ def test_the_summary_says_how_many_figures_could_see_ten_percent() -> None:
     assert "(sees 6%)" in verdict_cell(records[0].verdict)
     lines = verdict_summary(records, "cpu-k/smoke", updating=False)
     assert "accel: 2 of 3 judged figures could see a 10% slowdown; 1 only 25%-25% or more" in lines[-1]
+
+
+def fake_proc(root: Path, busy: int, idle: int, own: tuple[int, int], child: tuple[int, int]) -> None:
+    """A /proc with the host's counters, this process (pid 10) and a child (pid 11, a DataLoader worker)."""
+    root.mkdir(exist_ok=True)
+    (root / "stat").write_text(f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 1 2 3 4\n")
+    for pid, ppid, (utime, stime) in ((10, 1, own), (11, 10, child), (12, 1, (500, 500))):
+        (root / str(pid)).mkdir(exist_ok=True)
+        fields = ["S", str(ppid), *["0"] * 9, str(utime), str(stime)]
+        (root / str(pid) / "stat").write_text(f"{pid} (a name) {' '.join(fields)}\n")
+
+
+def test_host_share_is_the_cpu_time_of_processes_outside_this_job(tmp_path: Path) -> None:
+    from pytest_accel.engine.machine import HostShare
+
+    fake_proc(tmp_path, busy=1000, idle=1000, own=(100, 0), child=(50, 0))
+    meter = HostShare(tmp_path, pid=10)
+    meter.start()
+    # 200 ticks pass on the host: 100 busy, of which this process 40 and its worker 20: others 40 of 200.
+    fake_proc(tmp_path, busy=1100, idle=1100, own=(130, 10), child=(70, 0))
+    assert meter.stop() == pytest.approx(0.2)
+    assert HostShare(tmp_path / "none", pid=10).stop() is None  # not Linux: unknown, not zero
+
+
+def test_a_slower_figure_on_a_shared_host_is_noisy_and_says_so() -> None:
+    recorded = tuple({**state, "foreign_cpu": 0.02} for state in RECORDED)
+    shared = {**QUIET, "foreign_cpu": 0.48}
+    verdict = judge_time(observation(0.012, shared), observation(0.01, runs=recorded), POLICY)
+    assert verdict.outcome is Outcome.NOISY
+    assert "other processes used 48% of the host's CPU time" in verdict.reason and "at most 2%" in verdict.reason
+    # the same figure on a host as quiet as the recordings is a regression
+    alone = judge_time(observation(0.012, {**QUIET, "foreign_cpu": 0.03}), observation(0.01, runs=recorded), POLICY)
+    assert alone.outcome is Outcome.REGRESSED
+    # and an unchanged figure on the shared host stays unchanged, saying the host was shared
+    calm = judge_time(observation(0.01, shared), observation(0.01, runs=recorded), POLICY)
+    assert calm.outcome is Outcome.UNCHANGED and "the host was shared" in calm.reason

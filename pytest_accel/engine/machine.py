@@ -9,9 +9,11 @@ device and threads cancels most of that drift (docs/measurements.md has the figu
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import final
 
 from pytest_accel.engine.devices.base import Device
@@ -19,6 +21,7 @@ from pytest_accel.engine.measure import MeasureConfig, measure
 
 __all__ = [
     "DatasheetPeak",
+    "HostShare",
     "MeasuredPeak",
     "datasheet_peak",
     "measure_peak",
@@ -81,6 +84,68 @@ def state_probes(device: Device) -> dict[str, Callable[[], object]]:
         "memory": lambda: target.copy_(source),
         "latency": lambda: torch.take(table, index),
     }
+
+
+_PROC = Path("/proc")
+
+
+def _cpu_jiffies(proc: Path) -> tuple[int, int] | None:
+    """(busy, total) clock ticks of all CPUs since boot, from /proc/stat; None where it is unreadable."""
+    try:
+        fields = [int(x) for x in (proc / "stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])  # user..steal; guest time is already in user
+
+
+def _own_jiffies(proc: Path, pid: int) -> int:
+    """CPU ticks of this process (all its threads) and of its live children (DataLoader workers...)."""
+    total = 0
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # a process that ended meanwhile
+        fields = text.rsplit(")", 1)[-1].split()  # after "(comm)", which may hold spaces
+        if int(stat.parent.name) == pid or (len(fields) > 1 and int(fields[1]) == pid):
+            total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total
+
+
+@final
+class HostShare:
+    """How much of the host's CPU time other processes used while a measurement ran (Linux; else None).
+
+    A neighbour that is itself a perf job starves this job's worker processes and shares its
+    caches and memory without necessarily moving any timing probe; its CPU time shows it directly.
+    ``start()`` then ``stop()`` -> the fraction of all CPUs' time spent outside this process and
+    its children (0: alone; 0.5 on 2 cores: another process kept one core busy).
+    """
+
+    def __init__(self, proc: Path = _PROC, pid: int | None = None) -> None:
+        self._proc = proc
+        self._pid = os.getpid() if pid is None else pid
+        self._start: tuple[int, int, int] | None = None
+
+    def start(self) -> None:
+        """Read the counters."""
+        host = _cpu_jiffies(self._proc)
+        self._start = None if host is None else (*host, _own_jiffies(self._proc, self._pid))
+
+    def stop(self) -> float | None:
+        """The share of the host's CPU time others used since ``start``; None when unknown."""
+        host = _cpu_jiffies(self._proc)
+        if host is None or self._start is None:
+            return None
+        busy, total, own = (
+            host[0] - self._start[0],
+            host[1] - self._start[1],
+            _own_jiffies(self._proc, self._pid) - self._start[2],
+        )
+        if total <= 0:
+            return None
+        return min(1.0, max(0.0, (busy - own) / total))
 
 
 @final

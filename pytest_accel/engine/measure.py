@@ -37,13 +37,13 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, final
+from typing import Any, Protocol, final
 
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.stats import median
 from pytest_accel.engine.devices.base import RegionTimer
 
-__all__ = ["MeasureConfig", "MeasurementError", "check_finite", "measure"]
+__all__ = ["HostShareMeter", "MeasureConfig", "MeasurementError", "check_finite", "measure"]
 
 
 class MeasurementError(Exception):
@@ -181,6 +181,7 @@ def measure(
     probe: Callable[[], Any] | None = None,
     pipelined: bool = False,
     state_probes: Mapping[str, Callable[[], Any]] | None = None,
+    host_share: HostShareMeter | None = None,
 ) -> Measurement:
     """Warm up, calibrate and time ``fn`` (alternating with ``probe`` rounds when given).
 
@@ -192,7 +193,8 @@ def measure(
 
     ``state_probes`` (name -> kernel) are timed too, every ``STATE_EVERY`` rounds (pipelined: in the
     probe block); the result's ``state`` holds each one's median seconds per call, and ``compute``,
-    the median of ``probe``'s.
+    the median of ``probe``'s. ``host_share`` (a start/stop meter) adds ``foreign_cpu``: the share
+    of the host's CPU time other processes used during the timed rounds.
     """
     config = config or MeasureConfig()
     if not (math.isfinite(items_per_call) and items_per_call > 0):
@@ -213,6 +215,8 @@ def measure(
         probe_calls = max(1, math.ceil(config.round_seconds * config.probe_round_fraction / probe_estimate))
 
     state = _StateProbes(state_probes or {}, timer, mark_step, config)
+    if host_share is not None:
+        host_share.start()
     samples: list[float] = []
     probe_samples: list[float] = []
     if pipelined:
@@ -245,6 +249,10 @@ def measure(
             if round_index % STATE_EVERY == STATE_EVERY - 1:
                 state.sample()
     check_finite(output, "the last timed call's output")
+    machine = state.medians(probe_samples)
+    foreign = host_share.stop() if host_share is not None else None
+    if foreign is not None:
+        machine["foreign_cpu"] = foreign
     return Measurement(
         unit=unit,
         items_per_call=float(items_per_call),
@@ -258,7 +266,7 @@ def measure(
         peak_memory_bytes=peak,
         device_key=device_key,
         probe_samples=tuple(probe_samples),
-        state=state.medians(probe_samples),
+        state=machine,
     )
 
 
@@ -288,6 +296,16 @@ def _timed_round(fn: Callable[[], Any], calls: int, timer: RegionTimer, mark_ste
         output = fn()
         mark_step()
     return output
+
+
+class HostShareMeter(Protocol):
+    """Measures how much of the host other processes used between ``start`` and ``stop`` (engine/machine.py)."""
+
+    def start(self) -> None:
+        """Read the counters."""
+
+    def stop(self) -> float | None:
+        """The share since ``start`` (0..1), or None when unknown."""
 
 
 @final

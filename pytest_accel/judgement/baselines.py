@@ -137,17 +137,20 @@ def _samples(value: object, path: str, *, allow_empty: bool) -> tuple[float, ...
 
 
 def _states(value: object, path: str) -> tuple[dict[str, float], ...]:
-    """Recorded machine states: a list of objects of probe name -> positive seconds per call."""
+    """Recorded machine states: a list of objects of probe name -> seconds per call (or share), finite, >= 0."""
     if not isinstance(value, (list, tuple)):
-        raise _Invalid(path, f"expected a list of objects of positive numbers, got {_show(value)}")
+        raise _Invalid(path, f"expected a list of objects of numbers >= 0, got {_show(value)}")
     states = []
     for index, item in enumerate(value):
         if not isinstance(item, Mapping):
-            raise _Invalid(f"{path}[{index}]", f"expected an object of positive numbers, got {_show(item)}")
+            raise _Invalid(f"{path}[{index}]", f"expected an object of numbers >= 0, got {_show(item)}")
         state = {}
         for name, seconds in item.items():
             _text(name, f"{path}[{index}] (probe name)")
-            state[name] = _positive(seconds, f"{path}[{index}][{name!r}]")
+            number = _finite(seconds)
+            if number is None or number < 0:
+                raise _Invalid(f"{path}[{index}][{name!r}]", f"expected a finite number >= 0, got {_show(seconds)}")
+            state[name] = number
         states.append(state)
     return tuple(states)
 

@@ -6,7 +6,8 @@ Pure logic: no torch, no pytest. The rules, in order:
 2. The machine misbehaves: the normalised samples spread far wider than the baseline's, the
    reference kernel runs at a very different speed than when the baseline was recorded, or the
    figure looks slower beyond the tolerance while the machine's state shifted that way by more than
-   the tolerance beyond what the baseline's recordings covered (the state shift, below) -> NOISY
+   the tolerance beyond what the baseline's recordings covered (the state shift, below), or while
+   other processes used far more of the host's CPU than in any recording            -> NOISY
 3. Time ratio of this run's median to the median of the baseline's recorded runs, computed on
    normalised samples (each round over its adjacent probe round, or for a pipelined measurement over
    the median of its probe block) when both sides have them,
@@ -45,6 +46,7 @@ from pytest_accel.core.stats import mann_whitney_p, median, ratio_confidence_int
 from pytest_accel.core.units import format_percent_change as _percent
 
 __all__ = [
+    "FOREIGN_CPU",
     "Observation",
     "Outcome",
     "StateShift",
@@ -53,6 +55,7 @@ __all__ = [
     "VerdictRecord",
     "combine",
     "detectable_slowdown",
+    "host_shared",
     "judge_memory",
     "judge_time",
     "state_shift",
@@ -128,9 +131,13 @@ class VerdictPolicy:
     # gather within +-2%, the 32 MiB copy within -6%..+4% at the default 1 s budget and -12%..+6% at
     # 0.05 s (the host's memory bandwidth moves with its other tenants): 10% covers the former.
     state_noise_floor: float = 0.10
+    # Noisy when a figure looks slower while other processes used this much more of the host's CPU
+    # than in any recording. Measured on the 2-core VM: 0-3% quiet, 40-55% with a second perf suite
+    # beside it (docs/sensitivity.md); 15% lies well between.
+    foreign_cpu_margin: float = 0.15
 
     def __post_init__(self) -> None:
-        for name in ("tolerance", "memory_tolerance", "noisy_spread_floor", "state_noise_floor"):
+        for name in ("tolerance", "memory_tolerance", "noisy_spread_floor", "state_noise_floor", "foreign_cpu_margin"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
@@ -238,6 +245,22 @@ class VerdictRecord:
         )
 
 
+# The state's entry that is not a probe's time: the share of the host's CPU others used (engine/machine.py).
+FOREIGN_CPU = "foreign_cpu"
+
+
+def host_shared(now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], margin: float) -> str:
+    """Why the host was shared beyond what the recordings saw ("" when it was not, or nothing is known)."""
+    seen = [s[FOREIGN_CPU] for s in recorded if FOREIGN_CPU in s]
+    share = now.get(FOREIGN_CPU)
+    if share is None or not seen or share <= max(seen) + margin:
+        return ""
+    return (
+        f"other processes used {share:.0%} of the host's CPU time during this measurement (its baseline's "
+        f"recordings: at most {max(seen):.0%})"
+    )
+
+
 # What each state probe's time says, for reasons (see engine/machine.py's state_probes).
 _STATE_NAMES = {"memory": "a large memory copy", "latency": "a random gather", "compute": "the reference kernel"}
 
@@ -274,7 +297,7 @@ def state_shift(
     slower, faster, why_slower, why_faster = 0.0, 0.0, "", ""
     for name, seconds in sorted(now.items()):
         pairs = [(s[name], s["compute"]) for s in recorded if name in s and "compute" in s]
-        if name == "compute" or not pairs:
+        if name in ("compute", FOREIGN_CPU) or not pairs or seconds <= 0 or min(p for p, _ in pairs) <= 0:
             continue
         history = [math.log(p / c) for p, c in pairs]
         centre = median(history)
@@ -362,6 +385,16 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     limit = policy.state_shift_limit if policy.state_shift_limit is not None else math.log1p(policy.tolerance)
     if ratio > 1 + policy.tolerance and shift.slower > limit:
         return _noisy_state(shift.why_slower, shift.slower, policy.tolerance, normalized)
+    shared = host_shared(current.state, baseline.run_states, policy.foreign_cpu_margin) if normalized else ""
+    if ratio > 1 + policy.tolerance and shared:
+        return Verdict(
+            Outcome.NOISY,
+            "time",
+            f"time {_percent(ratio)}, but {shared}: a neighbour starves worker processes and shares caches "
+            "and memory beyond what any probe shows; not judged",
+            ratio=ratio,
+            normalized=normalized,
+        )
     # A shift is a bound on a bias, not a random error: it widens its own side of the interval linearly.
     low, high = ratio * math.exp(-half_width - shift.slower), ratio * math.exp(half_width + shift.faster)
     detectable = detectable_slowdown(half_width + shift.slower, policy.tolerance)
@@ -372,6 +405,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     sees = f"; could see a slowdown of {detectable * 100:.0f}% or more"
     if shift.slower > 0:
         sees += f" (widened by {math.expm1(shift.slower) * 100:.1f}%: {shift.why_slower})"
+    if shared:
+        sees += f"; the host was shared: {shared}"
     if shift.faster > 0:  # a speedup the machine's state could explain is not claimed
         sees += f"; a speedup up to {math.expm1(shift.faster) * 100:.1f}% is not claimed: {shift.why_faster}"
     if ratio > 1 + policy.tolerance and low > 1:
