@@ -1,6 +1,7 @@
 """Do the machine-state probes see what a real neighbour does to the workloads? One process, two phases.
 
     python benchmarks/state_study.py --quiet 40 --busy 90 --out state.json
+    python benchmarks/state_study.py --processes 8      # the probes' own noise across fresh processes
 
 Times alternating rounds (~20 ms) of three workloads (SDPA forward+backward at the SD3 smoke shape,
 an MLP forward+backward, a LayerNorm over 16 MiB: compute-, mixed- and memory-bound) and of the
@@ -73,13 +74,56 @@ def phase(kernels: dict[str, Callable[[], object]], counts: dict[str, int], seco
     return times
 
 
+def one_process() -> None:
+    """Print the state medians ``measure()`` records for a 128^2 matmul, at the 1 s and 0.05 s budgets."""
+    from pytest_accel.engine.devices.cpu import CpuDevice
+    from pytest_accel.engine.machine import state_probes
+    from pytest_accel.engine.measure import MeasureConfig, measure
+
+    torch.set_num_threads(1)
+    device, a = CpuDevice(1), torch.randn(128, 128)
+    probes = state_probes(device)
+    others = {name: probe for name, probe in probes.items() if name != "compute"}
+    states = {}
+    for budget in (1.0, 0.05):
+        config = MeasureConfig(measure_seconds=budget, warmup_max_seconds=0.2 if budget < 1 else 3.0)
+        m = measure(lambda: a @ a, timer=device.timer(), items_per_call=1, unit="x", config=config,
+                    probe=probes["compute"], state_probes=others)  # fmt: skip
+        states[str(budget)] = dict(m.state)
+    print(json.dumps(states))
+
+
+def processes(count: int) -> None:
+    """Each probe's median (ms) in ``count`` fresh processes, and its range around their median."""
+    runs = [
+        json.loads(
+            subprocess.run([sys.executable, __file__, "--one"], capture_output=True, text=True, check=True).stdout
+        )
+        for _ in range(count)
+    ]
+    for budget in ("1.0", "0.05"):
+        for name in ("compute", "latency", "memory"):
+            values = [run[budget][name] for run in runs]
+            centre = statistics.median(values)
+            print(f"budget {budget} s, {name}: {min(values) * 1e3:.3f}-{max(values) * 1e3:.3f} ms "
+                  f"({min(values) / centre - 1:+.0%}..{max(values) / centre - 1:+.0%})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quiet", type=float, default=40)
     parser.add_argument("--busy", type=float, default=90)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--processes", type=int, help="instead: the probes' noise across this many fresh processes")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    if options.one:
+        one_process()
+        return
+    if options.processes:
+        processes(options.processes)
+        return
     from pytest_accel.engine.devices.cpu import CpuDevice
     from pytest_accel.engine.machine import state_probes
 
