@@ -127,13 +127,13 @@ class VerdictPolicy:
     # itself (None) or a fixed figure. Below it, the shift widens the interval (rule 3).
     state_shift_limit: float | None = None
     # Run-to-run noise of a state probe's time relative to the reference kernel, ignored by the state
-    # shift. Measured on a quiet 2-core VM across 8 fresh processes (docs/sensitivity.md): the random
+    # shift. Measured on a quiet 2-core VM across 8 fresh processes (docs/measurements.md): the random
     # gather within +-2%, the 32 MiB copy within -6%..+4% at the default 1 s budget and -12%..+6% at
     # 0.05 s (the host's memory bandwidth moves with its other tenants): 10% covers the former.
     state_noise_floor: float = 0.10
     # Noisy when a figure looks slower while other processes used this much more of the host's CPU
-    # than in any recording. Measured on the 2-core VM: 0-3% quiet, 40-55% with a second perf suite
-    # beside it (docs/sensitivity.md); 15% lies well between.
+    # than in any recording. Measured on the 2-core VM: 0-0.5% in quiet recordings, 43-55% with a
+    # second perf suite beside it (docs/sensitivity.md); 15% lies well between.
     foreign_cpu_margin: float = 0.15
 
     def __post_init__(self) -> None:
