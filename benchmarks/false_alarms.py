@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from neighbour import Neighbour
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -33,27 +35,6 @@ def suite(results: Path) -> tuple[float, int]:
         cwd=ROOT, capture_output=True, text=True, timeout=3600,
     )  # fmt: skip
     return time.monotonic() - started, ran.returncode
-
-
-class Neighbour:
-    """A second perf suite, run over and over beside the measured one, with throw-away baselines."""
-
-    def __init__(self, scratch: Path) -> None:
-        self._scratch = scratch
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def keep_running(self) -> None:
-        if self._process is None or self._process.poll() is not None:
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "pytest", "perf_tests", "--device", "cpu", "-q", "-p", "no:cacheprovider",
-                 "--accel-baselines", str(self._scratch / "neighbour-baselines")],
-                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-
-    def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
-            self._process.wait()
 
 
 def collect(path: Path, scenario: str, run: int, seconds: float, code: int) -> list[dict[str, object]]:

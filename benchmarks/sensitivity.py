@@ -33,6 +33,8 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from pathlib import Path
 
+from neighbour import Neighbour
+
 TEST_FILE = """
 import os
 import time
@@ -83,7 +85,6 @@ SCENARIOS_BUSY = (
     ("unchanged, a second perf suite beside it", 0.0),
     ("slower 25%, a second perf suite beside it", 0.25),
 )
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_pytest(folder: Path, extra_work: float, tag: str, record: bool) -> dict[str, dict[str, object]]:
@@ -199,25 +200,18 @@ def main() -> None:
                     rows.append({"scenario": scenario, "run": index, "test": test, **result})
             print(f"run {index + 1}/{options.runs} done", flush=True)
             options.out.write_text(json.dumps(rows, indent=1) + "\n")  # partial results survive a stop
-        neighbour: subprocess.Popen[bytes] | None = None
+        neighbour = Neighbour(folder)
         try:
             for index in range(options.runs):
                 for scenario, extra in SCENARIOS_BUSY:
-                    if neighbour is None or neighbour.poll() is not None:  # keep a second suite running beside
-                        neighbour = subprocess.Popen(
-                            [sys.executable, "-m", "pytest", "perf_tests", "--device", "cpu", "-q",
-                             "-p", "no:cacheprovider", "--accel-baselines", str(folder / "neighbour-baselines")],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                        )  # fmt: skip
-                        time.sleep(5)
+                    neighbour.keep_running()  # a second suite beside, restarted whenever it ends
+                    time.sleep(5)
                     tag = f"busy-{extra}-{index}"
                     for test, result in run_pytest(folder, extra, tag, False).items():
                         rows.append({"scenario": scenario, "run": index, "test": test, **result})
                 options.out.write_text(json.dumps(rows, indent=1) + "\n")
         finally:
-            if neighbour is not None:
-                neighbour.kill()
-                neighbour.wait()
+            neighbour.stop()
     options.out.write_text(json.dumps(rows, indent=1) + "\n")
     print("\n".join(summarize(rows)))
 

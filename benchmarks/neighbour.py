@@ -1,0 +1,32 @@
+"""The neighbour this project's users have: a second perf suite beside the measured run (shared by the harnesses)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Neighbour:
+    """A second perf suite, run over and over beside the measured one, with throw-away baselines."""
+
+    def __init__(self, scratch: Path) -> None:
+        self._scratch = scratch
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def keep_running(self) -> None:
+        """Start the second suite, again whenever it has finished."""
+        if self._process is None or self._process.poll() is not None:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "pytest", "perf_tests", "--device", "cpu", "-q", "-p", "no:cacheprovider",
+                 "--accel-baselines", str(self._scratch / "neighbour-baselines")],
+                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+
+    def stop(self) -> None:
+        """End it (and wait, so no process is left behind)."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
