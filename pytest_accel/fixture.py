@@ -20,7 +20,7 @@ import pytest
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.units import format_bytes
 from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
-from pytest_accel.engine.machine import HostShare, state_probes
+from pytest_accel.engine.machine import HostShare, state_probe_bytes, state_probes
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
 from pytest_accel.judgement.gate import Judgement
 from pytest_accel.judgement.verdict import VerdictRecord
@@ -203,7 +203,7 @@ class Throughput:
                 bytes_per_call=bytes_moved,
                 mark_step=device.mark_step,
                 reset_peak_memory=device.reset_peak_memory,
-                peak_memory_bytes=device.peak_memory_bytes,
+                peak_memory_bytes=self._peak_of_workload,
                 device_key=device.key(),
                 config=self._config,
                 probe=compute,
@@ -225,6 +225,17 @@ class Throughput:
         if failure is not None:  # failed outside the except blocks: no "during handling" chain
             pytest.fail(failure, pytrace=False)
         return replace(result, name=name, extra=extra)
+
+    def _peak_of_workload(self) -> int | None:
+        """The device's peak, less the state probes' buffers where the counter includes them.
+
+        An allocator's counter (CUDA, HPU) counts every live tensor, the probes' too; the CPU's figure
+        is growth since the round began, which the probes (allocated before) are already out of.
+        """
+        peak = self._device.peak_memory_bytes()
+        if peak is None or not self._device.exact_peak_memory:
+            return peak
+        return max(0, peak - state_probe_bytes(self._device))
 
     def _feed_benchmark(self, result: Measurement) -> None:
         """Hand the raw rounds to pytest-benchmark so ``--benchmark-json`` and its table carry them."""

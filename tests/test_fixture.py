@@ -157,3 +157,54 @@ def test_bad_arguments_fail_at_the_call_naming_the_argument(kwargs: dict[str, An
     with pytest.raises(pytest.fail.Exception, match=f"throughput\\(\\): {problem}"):
         fixture(lambda: measured.append(1), **arguments)
     assert measured == [] and recorded == []  # refused before anything ran
+
+
+def test_the_state_probes_buffers_are_counted_exactly() -> None:
+    """``state_probe_bytes`` is what the probes hold: every tensor their callables keep alive."""
+    from pytest_accel.engine.machine import state_probe_bytes, state_probes
+
+    device = CpuDevice(threads=1)
+    probes = state_probes(device)
+    held = {
+        id(cell.cell_contents): cell.cell_contents.numel() * cell.cell_contents.element_size()
+        for probe in probes.values()
+        for cell in (probe.__closure__ or ())  # type: ignore[attr-defined]
+        if isinstance(cell.cell_contents, torch.Tensor)
+    }
+    assert sum(held.values()) == state_probe_bytes(device)
+
+
+class AllocatorCounted:
+    """The CPU device with an allocator-style peak counter (as CUDA and HPU have): live tensors count."""
+
+    def __init__(self, workload_bytes: int) -> None:
+        self._cpu = CpuDevice(threads=1)
+        self._workload_bytes = workload_bytes
+        self.kind = "cpu"
+        self.exact_peak_memory = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cpu, name)
+
+    def peak_memory_bytes(self) -> int:
+        from pytest_accel.engine.machine import state_probe_bytes
+
+        return self._workload_bytes + state_probe_bytes(self._cpu)
+
+
+def test_an_allocator_counted_peak_leaves_out_the_probes_buffers() -> None:
+    device = AllocatorCounted(workload_bytes=5 * 2**20)
+    recorded: list[Measurement] = []
+
+    def unchanged(first: Measurement, again: Callable[[], Measurement]) -> Judgement:
+        return Judgement(GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,)), None)
+
+    fixture = Throughput(
+        device=device,  # type: ignore[arg-type]
+        config=FAST,
+        benchmark=FakeBenchmark(),
+        timer=lambda metric: device.timer(),
+        judge=unchanged,
+        record=lambda m, v: recorded.append(m) or m,  # type: ignore[func-returns-value]
+    )
+    assert fixture(work, items=1, unit="calls").peak_memory_bytes == 5 * 2**20

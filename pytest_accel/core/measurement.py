@@ -9,9 +9,12 @@ from typing import Any, final
 
 from pytest_accel.core.stats import median, relative_spread
 
-__all__ = ["DEFAULT_METRIC", "Measurement", "compared_samples", "display_name", "probe_normalized"]
+__all__ = ["DEFAULT_METRIC", "FOREIGN_CPU", "Measurement", "compared_samples", "display_name", "probe_normalized"]
 
 DEFAULT_METRIC = "throughput"  # the metric name of a test that takes one measurement
+# The entry of ``Measurement.state`` that is not a probe's time: the share of the host's CPU time other
+# processes used during the measurement (engine/machine.py's HostShare; judged in judgement/verdict.py).
+FOREIGN_CPU = "foreign_cpu"
 
 
 def display_name(test: str, metric: str) -> str:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, final
 
-from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.measurement import FOREIGN_CPU, Measurement
 from pytest_accel.core.stats import median
 from pytest_accel.engine.devices.base import RegionTimer
 
@@ -252,7 +252,7 @@ def measure(
     machine = state.medians(probe_samples)
     foreign = host_share.stop() if host_share is not None else None
     if foreign is not None:
-        machine["foreign_cpu"] = foreign
+        machine[FOREIGN_CPU] = foreign
     return Measurement(
         unit=unit,
         items_per_call=float(items_per_call),

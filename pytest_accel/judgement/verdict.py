@@ -41,12 +41,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from pytest_accel.core.measurement import compared_samples, probe_normalized
+from pytest_accel.core.measurement import FOREIGN_CPU, compared_samples, probe_normalized
 from pytest_accel.core.stats import mann_whitney_p, median, ratio_confidence_interval, relative_spread, z_score
 from pytest_accel.core.units import format_percent_change as _percent
 
 __all__ = [
-    "FOREIGN_CPU",
     "Observation",
     "Outcome",
     "StateShift",
@@ -243,10 +242,6 @@ class VerdictRecord:
             None if memory is None else Verdict.from_dict(memory, "memory"),
             remeasurements,
         )
-
-
-# The state's entry that is not a probe's time: the share of the host's CPU others used (engine/machine.py).
-FOREIGN_CPU = "foreign_cpu"
 
 
 def host_shared(now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], margin: float) -> str:

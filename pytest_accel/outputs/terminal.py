@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from pytest_accel.core.measurement import display_name
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
-from pytest_accel.judgement.verdict import VerdictRecord
+from pytest_accel.judgement.verdict import Outcome, VerdictRecord
 from pytest_accel.outputs.results import Recorded
 
 __all__ = ["measurement_table", "verdict_cell", "verdict_summary"]
@@ -40,9 +40,9 @@ def verdict_cell(verdict: VerdictRecord | None) -> str:
     cell = verdict.outcome.value
     if verdict.time.ratio is not None:
         cell += f" {format_percent_change(verdict.time.ratio)}"
-    if verdict.memory is not None and verdict.memory.outcome.value == "regressed":
+    if verdict.memory is not None and verdict.memory.outcome is Outcome.REGRESSED:
         cell += " (memory)"
-    elif verdict.outcome.value in ("unchanged", "noisy") and verdict.time.detectable is not None:
+    elif verdict.outcome in (Outcome.UNCHANGED, Outcome.NOISY) and verdict.time.detectable is not None:
         cell += f" (sees {verdict.time.detectable * 100:.0f}%)"  # the smallest slowdown it could have called
     return cell
 
