@@ -148,6 +148,7 @@ class AccelOptions:
                 tolerance=ini_float(config, "accel_tolerance"),
                 memory_tolerance=ini_float(config, "accel_memory_tolerance"),
                 state_noise_floor=ini_float(config, "accel_state_noise_floor"),
+                foreign_cpu_margin=ini_float(config, "accel_foreign_cpu_margin"),
             ),
             confirmations=ini_int(config, "accel_confirmations", minimum=0),
             fresh_confirmation=ini_bool(config, "accel_fresh_process_confirmation"),

@@ -125,6 +125,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "machine-state probe noise ignored before a verdict widens or turns noisy (fraction, default 0.10)",
         default="0.10",
     )
+    parser.addini(
+        "accel_foreign_cpu_margin",
+        "share of the host's CPU that other processes may use beyond the baseline's recordings before a slower "
+        "figure is noisy (fraction, default 0.15)",
+        default="0.15",
+    )
     parser.addini("accel_confirmations", "re-measurements before a regression fails a test", default="2")
     parser.addini(
         "accel_fresh_process_confirmation",

@@ -119,6 +119,7 @@ class AccelSession:
                 tolerance=options.policy.tolerance,
                 memory_tolerance=options.policy.memory_tolerance,
                 state_noise_floor=options.policy.state_noise_floor,
+                foreign_cpu_margin=options.policy.foreign_cpu_margin,
                 confirmations=options.confirmations,
                 cpu_threads=getattr(device, "threads", None),
             )

@@ -51,6 +51,7 @@ class ChildSettings:
     tolerance: float
     memory_tolerance: float
     state_noise_floor: float
+    foreign_cpu_margin: float
     confirmations: int
     cpu_threads: int | None  # the CPU device's thread count; None on accelerators
 
@@ -62,6 +63,7 @@ class ChildSettings:
             "-o", f"accel_tolerance={self.tolerance}",
             "-o", f"accel_memory_tolerance={self.memory_tolerance}",
             "-o", f"accel_state_noise_floor={self.state_noise_floor}",
+            "-o", f"accel_foreign_cpu_margin={self.foreign_cpu_margin}",
             "-o", f"accel_confirmations={self.confirmations}",
             "-o", f"accel_warmup_max_seconds={self.warmup_max_seconds}",
         ]  # fmt: skip
