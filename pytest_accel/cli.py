@@ -1,21 +1,26 @@
-"""The ``pytest-accel`` command: report, compare, history, baselines. Inputs are only ever read.
+"""The ``pytest-accel`` command: report, compare, history, baselines, ab. Inputs are only ever read.
 
-Exit codes: 0 fine; 1 ``compare`` found a regression; 2 a bad input (named, with why).
+Exit codes: 0 fine; 1 ``compare`` or ``ab`` found a regression; 2 a bad input (named, with why);
+``ab`` also 125 (inconclusive: ``git bisect run`` skips the commit) and 130 (interrupted).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_accel.ab import ABError, ABSettings, run_ab
 from pytest_accel.core.measurement import display_name
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineError, BaselineStore
 from pytest_accel.judgement.history import change_points
+from pytest_accel.judgement.paired import SequentialPlan
 from pytest_accel.judgement.verdict import Observation, Outcome, VerdictPolicy, judge_time
 from pytest_accel.outputs.pages import (
     column_labels,
@@ -143,6 +148,38 @@ def cmd_baselines(options: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ab(options: argparse.Namespace) -> int:
+    """Base and head as alternating fresh pytest processes, paired, until the answer is clear."""
+    try:
+        plan = SequentialPlan(options.tolerance, options.alpha, options.min_pairs, options.max_pairs)
+    except ValueError as error:
+        raise ABError(str(error)) from None
+    if not (math.isfinite(options.max_minutes) and options.max_minutes > 0):
+        raise ABError(f"--max-minutes must be a positive number, got {options.max_minutes}")
+    settings = ABSettings(
+        pytest_args=tuple(options.pytest_args),
+        base=options.base,
+        head=options.head,
+        base_python=options.base_python,
+        plan=plan,
+        max_minutes=options.max_minutes,
+        out=options.out,
+        markdown=options.markdown,
+    )
+
+    def stop(signum: int, frame: object) -> None:  # a cancelled CI job ends like Ctrl-C: nothing left behind
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        return run_ab(settings)
+    except KeyboardInterrupt:
+        print("pytest-accel ab: interrupted; worktrees removed, child processes stopped", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytest-accel", description="Reports and comparisons of pytest-accel results")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -177,14 +214,47 @@ def _parser() -> argparse.ArgumentParser:
     prune = actions.add_parser("prune", help="pytest --accel-prune with the given pytest arguments")
     prune.add_argument("pytest_args", nargs=argparse.REMAINDER, help="the pytest arguments")
     prune.set_defaults(run=cmd_baselines)
+    ab = commands.add_parser(
+        "ab",
+        help="compare two builds in one sitting (exit 0 no regression, 1 regression, 125 inconclusive)",
+        description="Runs the pytest selection after -- in both builds as alternating fresh processes (ABBA), "
+        "pairs their figures, and stops when every test is clearly regressed, improved or unchanged, "
+        "or the budget ends. Composes with git bisect run.",
+    )
+    ab.add_argument("--base", metavar="REV", help="the reference build: a git revision, checked out in a worktree")
+    ab.add_argument("--head", metavar="REV", help="the candidate: a git revision (default: the working tree as is)")
+    ab.add_argument("--base-python", metavar="PATH", help="instead of --base: the same tree run by this interpreter")
+    ab.add_argument("--tolerance", type=float, default=0.05, help="changes smaller than this are unchanged (0.05)")
+    ab.add_argument("--alpha", type=float, default=0.05, help="error budget of the whole sitting (0.05)")
+    ab.add_argument("--min-pairs", type=int, default=3, help="pairs before the first look (3)")
+    ab.add_argument("--max-pairs", type=int, default=40, help="pairs at most (40)")
+    ab.add_argument("--max-minutes", type=float, default=15.0, help="wall-time budget; no pair starts past it (15)")
+    ab.add_argument("--out", type=Path, default=Path(".pytest-accel-ab"), help="folder for results (.pytest-accel-ab)")
+    ab.add_argument("--markdown", type=Path, help="also write the table here (a CI job page)")
+    ab.add_argument("pytest_args", nargs="*", help="after --: the pytest arguments, the same for both sides")
+    ab.set_defaults(run=cmd_ab)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``pytest-accel`` and ``python -m pytest_accel``."""
-    options = _parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    passed: list[str] = []
+    if arguments[:1] == ["ab"] and "--" in arguments:  # everything after -- belongs to pytest, untouched
+        cut = arguments.index("--")
+        arguments, passed = arguments[:cut], arguments[cut + 1 :]
+    options = _parser().parse_args(arguments)
+    if options.command == "ab":
+        if options.pytest_args:
+            stray = " ".join(options.pytest_args)
+            print(f"pytest-accel ab: put the pytest arguments after --: {stray}", file=sys.stderr)
+            return 2
+        options.pytest_args = passed
     try:
         return int(options.run(options))
     except (ResultsError, BaselineError) as error:
         print(f"pytest-accel: {error}", file=sys.stderr)
         return 2
+    except ABError as error:
+        print(f"pytest-accel ab: {error}", file=sys.stderr)
+        return error.exit_code

@@ -1,0 +1,515 @@
+"""``pytest-accel ab``: two builds measured in one sitting, as alternating fresh pytest processes.
+
+The base is a git revision checked out into a temporary worktree (or, with ``--base-python``, the
+same tree run by another Python environment); the head is the working tree as it is, dirty or
+not, or ``--head REV``. Each pair runs the same pytest selection once per side, in ABBA order, each
+process writing its ``--accel-json`` against an empty baseline folder, so no stored baseline
+judges anything: ``judgement.paired`` compares the two sides, pair by pair, and says when to stop.
+
+Exit codes compose with ``git bisect run``: 0 no regression, 1 a regression, 125 inconclusive (or
+the head could not be measured: bisect skips that commit), 2 bad input or a base that cannot be
+measured, 130 interrupted. Nothing is left behind: worktrees are removed and child process groups
+killed on every way out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, final
+
+from pytest_accel.core.measurement import Measurement, display_name
+from pytest_accel.core.stats import median
+from pytest_accel.core.units import format_rate, format_seconds
+from pytest_accel.judgement.paired import PairedOutcome, PairedVerdict, SequentialPlan, judge_pairs
+from pytest_accel.outputs.pages import markdown_table
+from pytest_accel.outputs.results import Recorded, ResultFile, ResultsError, load_results, results_document
+
+__all__ = ["ABError", "ABSettings", "run_ab"]
+
+AB_SCHEMA = 1
+EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED = 0, 1, 2, 125, 130
+LOG_TAIL_LINES = 25
+_SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S+)")
+
+
+class ABError(Exception):
+    """Bad input, or a side that cannot be measured; ``exit_code`` says which (2 or 125)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@final
+@dataclass(frozen=True)
+class ABSettings:
+    pytest_args: tuple[str, ...]
+    base: str | None = None  # a git revision
+    head: str | None = None  # a git revision; None: the working tree
+    base_python: str | None = None  # instead of ``base``: the same tree, another interpreter
+    plan: SequentialPlan = field(default_factory=SequentialPlan)
+    max_minutes: float = 15.0
+    out: Path = Path(".pytest-accel-ab")
+    markdown: Path | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+
+
+@final
+@dataclass(frozen=True)
+class Side:
+    name: str  # "base" or "head"
+    label: str  # what the user asked for, for the table
+    commit: str  # the commit checked out ("" outside git)
+    root: Path  # the tree's top folder
+    cwd: Path  # where pytest runs: the user's folder, inside this tree
+    python: str
+
+    def describe(self) -> dict[str, str]:
+        return {"label": self.label, "commit": self.commit, "root": str(self.root), "python": self.python}
+
+
+def _git(cwd: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise ABError("git is not installed (ab checks revisions out with git worktree)") from None
+    if done.returncode != 0:
+        raise ABError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout.strip()
+
+
+def _commit(top: Path, rev: str) -> str:
+    try:
+        return _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except ABError:
+        raise ABError(f"--base/--head {rev!r}: not a revision of the repository at {top}") from None
+
+
+@contextlib.contextmanager
+def _worktree(top: Path, commit: str, name: str) -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix=f"pytest-accel-ab-{name}-"))
+    try:
+        _git(top, "worktree", "add", "--detach", "--quiet", str(folder), commit)
+        yield folder
+    finally:
+        with contextlib.suppress(ABError):
+            _git(top, "worktree", "remove", "--force", str(folder))
+        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(ABError):
+            _git(top, "worktree", "prune")
+
+
+@contextlib.contextmanager
+def prepared_sides(settings: ABSettings) -> Iterator[tuple[Side, Side]]:
+    """The two trees to measure, checked out for the sitting and removed after it."""
+    if (settings.base is None) == (settings.base_python is None):
+        raise ABError("give exactly one of --base REV and --base-python PATH")
+    if settings.base_python is not None and shutil.which(settings.base_python) is None:
+        raise ABError(f"--base-python {settings.base_python}: no such interpreter")
+    needs_git = settings.base is not None or settings.head is not None
+    with contextlib.ExitStack() as stack:
+        if needs_git:
+            top = Path(_git(settings.cwd, "rev-parse", "--show-toplevel")).resolve()
+            here = settings.cwd.resolve().relative_to(top)
+        else:
+            top, here = settings.cwd.resolve(), Path(".")
+
+        def tree(name: str, rev: str | None) -> tuple[Path, str, str]:
+            if rev is None:  # the working tree, as it is
+                if not needs_git:
+                    return top, "", "working tree"
+                commit = _git(top, "rev-parse", "HEAD")
+                dirty = bool(_git(top, "status", "--porcelain", "--untracked-files=no"))
+                return top, commit, f"working tree ({commit[:9]}{' + changes' if dirty else ''})"
+            commit = _commit(top, rev)
+            return stack.enter_context(_worktree(top, commit, name)), commit, f"{rev} ({commit[:9]})"
+
+        head_root, head_commit, head_label = tree("head", settings.head)
+        if settings.base is not None:
+            base_root, base_commit, base_label = tree("base", settings.base)
+            base_python = sys.executable
+        else:
+            base_root, base_commit = head_root, head_commit
+            base_python = str(settings.base_python)
+            base_label = f"{head_label} with {base_python}"
+            head_label = f"{head_label} with {sys.executable}"
+        yield (
+            Side("base", base_label, base_commit, base_root, base_root / here, base_python),
+            Side("head", head_label, head_commit, head_root, head_root / here, sys.executable),
+        )
+
+
+@final
+@dataclass(frozen=True)
+class ProcessRun:
+    """One fresh pytest process of one side."""
+
+    returncode: int
+    results: ResultFile | None
+    failed: frozenset[str]  # node ids pytest reported FAILED or ERROR
+    log: Path
+    seconds: float
+
+
+def _environment(side: Side) -> dict[str, str]:
+    # The tree's own code first: an installed (editable) copy of the project would otherwise answer
+    # for both sides. Compiled code must be built per tree: that is what --base-python is for.
+    paths = [str(side.root)] + ([str(side.root / "src")] if (side.root / "src").is_dir() else [])
+    inherited = os.environ.get("PYTHONPATH")
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(paths + ([inherited] if inherited else [])),
+        "PYTEST_ACCEL_AB_SIDE": side.name,
+    }
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join("    " + line for line in lines[-LOG_TAIL_LINES:])
+
+
+def run_process(side: Side, args: Sequence[str], result: Path, log: Path, empty_baselines: Path) -> ProcessRun:
+    """One pytest process of one side; its process group is killed on any way out but its own end."""
+    command = [
+        side.python, "-m", "pytest", *args,
+        "--accel-json", str(result), "--accel-baselines", str(empty_baselines),
+        "-p", "no:cacheprovider", "-rfE",
+    ]  # fmt: skip
+    started = time.monotonic()
+    with log.open("w", encoding="utf-8") as sink:
+        child = subprocess.Popen(
+            command, cwd=side.cwd, env=_environment(side), stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            returncode = child.wait()
+        finally:
+            if child.poll() is None:
+                _kill_group(child)
+    failed = frozenset(
+        match.group(2)
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if (match := _SUMMARY_LINE.match(line))
+    )
+    results = None
+    if result.exists():
+        try:
+            results = load_results(result)
+        except ResultsError as error:
+            raise ABError(f"{side.name}: {error}", EXIT_USAGE if side.name == "base" else EXIT_INCONCLUSIVE) from None
+    return ProcessRun(returncode, results, failed, log, time.monotonic() - started)
+
+
+def _kill_group(child: subprocess.Popen[Any]) -> None:
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, sig)
+        try:
+            child.wait(wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError):  # workers the child left behind in its group
+        os.killpg(child.pid, signal.SIGKILL)
+
+
+Key = tuple[str, str]  # (test id, metric)
+
+
+@dataclass
+class Track:
+    """One test and metric over the sitting."""
+
+    key: Key
+    base: list[Measurement] = field(default_factory=list)
+    head: list[Measurement] = field(default_factory=list)
+    log_ratios: list[float] = field(default_factory=list)
+    verdict: PairedVerdict = field(default_factory=lambda: PairedVerdict(PairedOutcome.PENDING, 0))
+
+    @staticmethod
+    def figure(measurement: Measurement) -> float:
+        """A process's figure: its median probe-normalised time per call."""
+        return median(measurement.compared_samples)
+
+    def to_dict(self) -> dict[str, Any]:
+        def rates(side: list[Measurement]) -> float | None:
+            return median([m.items_per_second for m in side]) if side else None
+
+        unit = (self.base or self.head)[0].unit if (self.base or self.head) else ""
+        return {
+            "test": self.key[0],
+            "metric": self.key[1],
+            "unit": unit,
+            **self.verdict.to_dict(),
+            "base_items_per_second": rates(self.base),
+            "head_items_per_second": rates(self.head),
+            "base_figures": [self.figure(m) for m in self.base],
+            "head_figures": [self.figure(m) for m in self.head],
+            "log_ratios": self.log_ratios,
+        }
+
+
+def _usable(run: ProcessRun, side: Side) -> None:
+    """Stop the sitting when a side's process failed as a whole (collection, usage, crash)."""
+    if run.returncode in (0, 1, 5):  # fine, some tests failed (judged per test), nothing selected
+        return
+    code = EXIT_USAGE if side.name == "base" else EXIT_INCONCLUSIVE
+    what = {2: "was interrupted or could not collect", 3: "hit an internal error", 4: "was called wrongly"}
+    raise ABError(
+        f"{side.name} ({side.label}): pytest {what.get(run.returncode, 'failed')} (exit {run.returncode});"
+        f" its log {run.log} ends:\n{_tail(run.log)}",
+        code,
+    )
+
+
+class Sitting:
+    """The loop: pairs of processes until every test is decided or the budget runs out."""
+
+    def __init__(self, settings: ABSettings, base: Side, head: Side, scratch: Path) -> None:
+        self.settings, self.sides, self.scratch = settings, {"base": base, "head": head}, scratch
+        self.tracks: dict[Key, Track] = {}
+        self.runs: dict[str, list[ProcessRun]] = {"base": [], "head": []}
+        self.pairs = 0
+        self.started = time.monotonic()
+        self.stop_reason = ""
+        (scratch / "empty-baselines").mkdir(parents=True, exist_ok=True)
+        (scratch / "runs").mkdir(parents=True, exist_ok=True)
+
+    def _deselected(self) -> list[str]:
+        tests: dict[str, bool] = {}
+        for (test, _), track in self.tracks.items():
+            tests[test] = tests.get(test, True) and track.verdict.outcome not in (
+                PairedOutcome.PENDING, PairedOutcome.INCONCLUSIVE,
+            )  # fmt: skip
+        return [argument for test, done in sorted(tests.items()) if done for argument in ("--deselect", test)]
+
+    def _run(self, name: str) -> ProcessRun:
+        side, index = self.sides[name], len(self.runs[name]) + 1
+        result = self.scratch / "runs" / f"{name}-{index:02d}.json"
+        log = self.scratch / "runs" / f"{name}-{index:02d}.log"
+        run = run_process(
+            side, [*self.settings.pytest_args, *self._deselected()], result, log, self.scratch / "empty-baselines"
+        )
+        _usable(run, side)
+        self.runs[name].append(run)
+        return run
+
+    def pair(self) -> None:
+        order = ("base", "head") if self.pairs % 2 == 0 else ("head", "base")
+        runs = {name: self._run(name) for name in order}
+        self.pairs += 1
+        measured = {name: dict(run.results.measurements) if run.results else {} for name, run in runs.items()}
+        for key in sorted(set(measured["base"]) | set(measured["head"])):
+            track = self.tracks.setdefault(key, Track(key))
+            if track.verdict.decided or track.verdict.outcome is PairedOutcome.ERROR:
+                continue
+            self._step(track, key, runs, measured)
+        for name, run in runs.items():  # a test that failed before measuring anything
+            for test in run.failed:
+                for key, track in self.tracks.items():
+                    if key[0] == test and track.verdict.outcome is PairedOutcome.PENDING:
+                        track.verdict = self._error(name, test, run)
+                if not any(key[0] == test for key in self.tracks):
+                    self.tracks[(test, "-")] = Track((test, "-"), verdict=self._error(name, test, run))
+
+    def _error(self, name: str, test: str, run: ProcessRun) -> PairedVerdict:
+        return PairedVerdict(PairedOutcome.ERROR, self.pairs, reason=f"{name}: {test} failed (see {run.log})")
+
+    def _step(self, track: Track, key: Key, runs: Mapping[str, ProcessRun], measured: Mapping[str, Any]) -> None:
+        failed = [name for name, run in runs.items() if key[0] in run.failed]
+        if failed:
+            track.verdict = self._error(failed[0], key[0], runs[failed[0]])
+            return
+        base, head = measured["base"].get(key), measured["head"].get(key)
+        if base is None or head is None:
+            if track.log_ratios:  # measured before, missing now: the selection changed under us
+                track.verdict = PairedVerdict(PairedOutcome.ERROR, self.pairs, reason="stopped appearing in results")
+            elif head is not None:
+                track.head.append(head)
+                track.verdict = PairedVerdict(PairedOutcome.NEW, self.pairs, reason="only the head has this test")
+            else:
+                track.base.append(base)
+                track.verdict = PairedVerdict(PairedOutcome.GONE, self.pairs, reason="only the base has this test")
+            return
+        if base.disabled or head.disabled:
+            raise ABError("timing is disabled (--benchmark-disable?): ab needs timed rounds on both sides")
+        track.base.append(base)
+        track.head.append(head)
+        track.log_ratios.append(math.log(Track.figure(head) / Track.figure(base)))
+        track.verdict = judge_pairs(track.log_ratios, self.settings.plan)
+
+    def pending(self) -> list[Track]:
+        return [t for t in self.tracks.values() if t.verdict.outcome is PairedOutcome.PENDING]
+
+    def run(self, progress: Any) -> None:
+        plan, budget = self.settings.plan, self.settings.max_minutes * 60
+        while True:
+            self.pair()
+            elapsed = time.monotonic() - self.started
+            pending = self.pending()
+            progress(self, elapsed)
+            if not self.tracks:
+                raise ABError("the selection measured nothing on either side (no test called throughput)")
+            if not pending:
+                self.stop_reason = "every test decided"
+                return
+            if self.pairs >= plan.max_pairs:
+                self.stop_reason = f"--max-pairs {plan.max_pairs} reached"
+            elif elapsed + elapsed / self.pairs > budget:
+                self.stop_reason = f"--max-minutes {self.settings.max_minutes:g} would be exceeded by another pair"
+            else:
+                continue
+            for track in pending:
+                track.verdict = judge_pairs(track.log_ratios, plan, last=True)
+            return
+
+    def exit_code(self) -> int:
+        outcomes = [(t.verdict.outcome, t.verdict.reason) for t in self.tracks.values()]
+        if any(outcome is PairedOutcome.REGRESSED for outcome, _ in outcomes):
+            return EXIT_REGRESSED
+        if any(outcome is PairedOutcome.ERROR and reason.startswith("base") for outcome, reason in outcomes):
+            return EXIT_USAGE
+        if any(outcome in (PairedOutcome.ERROR, PairedOutcome.INCONCLUSIVE) for outcome, _ in outcomes):
+            return EXIT_INCONCLUSIVE
+        return EXIT_OK
+
+
+def table(sitting: Sitting) -> tuple[list[str], list[list[str]]]:
+    base, head = sitting.sides["base"], sitting.sides["head"]
+    header = ["test", f"base: {base.label}", f"head: {head.label}", "head vs base", "pairs", "verdict"]
+    rows = []
+    order = {o: i for i, o in enumerate(PairedOutcome)}
+    for track in sorted(sitting.tracks.values(), key=lambda t: (order[t.verdict.outcome], t.key)):
+        data = track.to_dict()
+        rate = {
+            side: "-" if data[f"{side}_items_per_second"] is None else
+            f"{format_rate(data[f'{side}_items_per_second'])} {data['unit']}/s"
+            for side in ("base", "head")
+        }  # fmt: skip
+        verdict = track.verdict
+        rows.append(
+            [
+                display_name(*track.key) if track.key[1] != "-" else track.key[0],
+                rate["base"],
+                rate["head"],
+                verdict.reason,
+                str(len(track.log_ratios)),
+                verdict.outcome.value,
+            ]
+        )
+    return header, rows
+
+
+def _merged(runs: Sequence[ProcessRun]) -> dict[str, Any] | None:
+    """One result file for a side: each test's rounds from every process, in run order."""
+    files = [run.results for run in runs if run.results is not None]
+    if not files:
+        return None
+    merged: dict[Key, Measurement] = {}
+    for results in files:
+        for key, m in results.measurements.items():
+            if key in merged:
+                first = merged[key]
+                m = replace(
+                    first, samples=first.samples + m.samples, probe_samples=first.probe_samples + m.probe_samples
+                )
+            merged[key] = m
+    kind = json.loads(files[0].path.read_text(encoding="utf-8"))["device"].get("kind", "unknown")
+    recorded = [Recorded(test, "passed", m, None) for (test, _), m in sorted(merged.items())]
+    return results_document(
+        recorded, device_kind=str(kind), device_key=files[0].device_key, provenance=files[0].provenance,
+        profile=files[0].profile, world_size=1,
+    )  # fmt: skip
+
+
+def write_outputs(sitting: Sitting, code: int) -> str:
+    """The side result files, the comparison JSON and the Markdown table, in ``--out``; returns the table."""
+    out, settings = sitting.settings.out, sitting.settings
+    header, rows = table(sitting)
+    counts: dict[str, int] = {}
+    for track in sitting.tracks.values():
+        counts[track.verdict.outcome.value] = counts.get(track.verdict.outcome.value, 0) + 1
+    summary = (
+        f"{', '.join(f'{n} {outcome}' for outcome, n in sorted(counts.items()))}"
+        f" after {sitting.pairs} pair(s) in {format_seconds(time.monotonic() - sitting.started)}"
+        f" ({sitting.stop_reason}); exit {code}"
+    )
+    text = markdown_table(header, rows) + "\n" + summary + "\n"
+    document = {
+        "schema": AB_SCHEMA,
+        "base": sitting.sides["base"].describe(),
+        "head": sitting.sides["head"].describe(),
+        "pytest_args": list(settings.pytest_args),
+        "plan": {**asdict(settings.plan), "looks": list(settings.plan.looks), "max_minutes": settings.max_minutes},
+        "pairs": sitting.pairs,
+        "seconds": time.monotonic() - sitting.started,
+        "stop_reason": sitting.stop_reason,
+        "exit_code": code,
+        "tests": [track.to_dict() for _, track in sorted(sitting.tracks.items())],
+    }
+    for name, runs in sitting.runs.items():
+        merged = _merged(runs)
+        if merged is not None:
+            (out / f"{name}.json").write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+    (out / "comparison.json").write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    (out / "comparison.md").write_text(text, encoding="utf-8")
+    if settings.markdown is not None:
+        settings.markdown.write_text(text, encoding="utf-8")
+    return text
+
+
+def _progress(sitting: Sitting, elapsed: float) -> None:
+    pending = len(sitting.pending())
+    print(
+        f"pytest-accel ab: pair {sitting.pairs} done at {format_seconds(elapsed)}; {pending} of"
+        f" {len(sitting.tracks)} figure(s) still undecided",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _prepare_out(out: Path) -> None:
+    """``--out`` holds only ab's own files: refuse a folder with anything else in it."""
+    if out.exists() and not out.is_dir():
+        raise ABError(f"--out {out}: exists and is not a folder")
+    ours = {"base.json", "head.json", "comparison.json", "comparison.md", "runs", "empty-baselines"}
+    if out.is_dir() and (foreign := sorted(p.name for p in out.iterdir() if p.name not in ours)):
+        raise ABError(f"--out {out}: holds files ab did not write ({', '.join(foreign[:3])}); choose another folder")
+    shutil.rmtree(out / "runs", ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def run_ab(settings: ABSettings) -> int:
+    """The whole command; returns its exit code (see the module docstring)."""
+    if any(arg in ("--accel-update", "--accel-baselines", "--accel-json") or arg.startswith(("--accel-update=",
+           "--accel-baselines=", "--accel-json=")) for arg in settings.pytest_args):  # fmt: skip
+        raise ABError("ab sets --accel-json and --accel-baselines itself and never updates baselines: drop them")
+    settings = replace(settings, out=(settings.cwd / settings.out).resolve())
+    _prepare_out(settings.out)
+    with prepared_sides(settings) as (base, head):
+        print(f"pytest-accel ab: base {base.label}\n                 head {head.label}", file=sys.stderr)
+        sitting = Sitting(settings, base, head, settings.out)
+        try:
+            sitting.run(_progress)
+        except KeyboardInterrupt:
+            print("pytest-accel ab: interrupted; worktrees removed, child processes stopped", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        code = sitting.exit_code()
+        print(write_outputs(sitting, code))
+        print(f"results: {settings.out}/comparison.json, base.json, head.json", file=sys.stderr)
+        return code

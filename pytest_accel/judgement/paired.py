@@ -1,0 +1,191 @@
+"""Two builds measured in one sitting: a paired comparison with a sequential stopping rule.
+
+Pure logic: no torch, no pytest, no processes (``pytest_accel.ab`` runs them). The design:
+
+- **Pairs.** Base and head run as fresh processes, alternating in ABBA order (base first in even
+  pairs, head first in odd ones), so neither side always runs first, warm or cold. One pair gives
+  one figure per test: the log of head's median over base's median, each the process's median of
+  probe-normalised seconds per call. Drift of the machine over the sitting hits both sides of a
+  pair alike and cancels in the ratio; what is left is the process-to-process noise.
+- **Interval.** A Student-t interval on the mean log ratio over the pairs so far (the pairs are
+  independent; their log ratios are close to normal on the figures recorded in
+  docs/sensitivity.md).
+- **Looks and the error budget.** Looking after every pair and stopping at the first clear
+  answer would spend the error rate again at every look. The rule looks only at a fixed, roughly
+  geometric schedule of pair counts (3, 4, 5, 7, 9, 11, 14, ... up to ``max_pairs``) and gives each
+  look an equal share of ``alpha`` (Bonferroni over the looks), so the chance that any look's
+  interval misses the true ratio is at most ``alpha`` however the sitting ends. A run stopped
+  early by its time budget takes one last look at the pairs it has: still within the budget,
+  because the looks it never reached are not spent.
+- **Claims.** Each outcome is a claim the interval must make on its own:
+    regressed    the whole interval lies above 1 + tolerance (slower by more than the tolerance)
+    improved     the whole interval lies below 1 / (1 + tolerance)
+    unchanged    the whole interval lies inside [1 / (1 + tolerance), 1 + tolerance]
+    inconclusive none of those by the last look: the interval is reported as it stands
+  So "regressed" is wrong at most ``alpha / 2`` of the time even for a build truly slower by
+  exactly the tolerance, and far less for an unchanged one (A/A): its interval would have to miss
+  the truth by the whole tolerance. ``benchmarks/ab_study.py`` checks both on recorded A/A pairs.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, final
+
+from pytest_accel.core.stats import t_quantile
+from pytest_accel.core.units import format_percent_change
+
+__all__ = ["PairedOutcome", "PairedVerdict", "SequentialPlan", "judge_pairs", "look_schedule"]
+
+LOOK_GROWTH = 1.25  # each look at ~25% more pairs than the last
+
+
+def look_schedule(min_pairs: int, max_pairs: int) -> tuple[int, ...]:
+    """The pair counts at which the rule looks: min_pairs, then ~25% more each time, then max_pairs."""
+    if min_pairs < 2:
+        raise ValueError(f"min_pairs must be at least 2 (an interval needs two pairs), got {min_pairs}")
+    if max_pairs < min_pairs:
+        raise ValueError(f"max_pairs ({max_pairs}) is below min_pairs ({min_pairs})")
+    looks = [min_pairs]
+    while looks[-1] < max_pairs:
+        looks.append(min(max_pairs, max(looks[-1] + 1, math.ceil(looks[-1] * LOOK_GROWTH))))
+    return tuple(looks)
+
+
+@final
+@dataclass(frozen=True)
+class SequentialPlan:
+    """How long a sitting may go on and what a claim must clear."""
+
+    tolerance: float = 0.05  # a change smaller than this is "unchanged"
+    alpha: float = 0.05  # chance, over the whole sitting, that an interval misses the true ratio
+    min_pairs: int = 3
+    max_pairs: int = 40
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.tolerance) and self.tolerance > 0):
+            raise ValueError(f"tolerance must be a positive number, got {self.tolerance}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        look_schedule(self.min_pairs, self.max_pairs)  # validates the pair counts
+
+    @property
+    def looks(self) -> tuple[int, ...]:
+        return look_schedule(self.min_pairs, self.max_pairs)
+
+    @property
+    def alpha_per_look(self) -> float:
+        return self.alpha / len(self.looks)
+
+    def interval(self, log_ratios: Sequence[float]) -> tuple[float, float, float]:
+        """(ratio, low, high): the mean log ratio's t-interval at this plan's per-look level."""
+        n = len(log_ratios)
+        mean = statistics.fmean(log_ratios)
+        if n < 2:
+            return math.exp(mean), 0.0, math.inf
+        half = t_quantile(1 - self.alpha_per_look / 2, n - 1) * statistics.stdev(log_ratios) / math.sqrt(n)
+        return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+    def pairs_needed(self, log_ratios: Sequence[float]) -> int | None:
+        """Roughly how many pairs, at this noise, an interval narrow enough for a claim would take."""
+        if len(log_ratios) < 2:
+            return None
+        spread = statistics.stdev(log_ratios)
+        distance = abs(abs(statistics.fmean(log_ratios)) - math.log1p(self.tolerance))
+        if spread == 0:
+            return len(log_ratios)
+        if distance == 0:
+            return None
+        t = t_quantile(1 - self.alpha_per_look / 2, max(len(log_ratios) - 1, 2))
+        return math.ceil((t * spread / distance) ** 2)
+
+
+class PairedOutcome(str, enum.Enum):
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"  # the last look made no claim
+    PENDING = "pending"  # no claim yet, more pairs to come
+    NEW = "new"  # only the head measured it
+    GONE = "gone"  # only the base measured it
+    ERROR = "error"  # a side could not measure it (its test failed or errored)
+
+
+DECIDED = frozenset(
+    {PairedOutcome.REGRESSED, PairedOutcome.IMPROVED, PairedOutcome.UNCHANGED, PairedOutcome.NEW, PairedOutcome.GONE}
+)
+
+
+@final
+@dataclass(frozen=True)
+class PairedVerdict:
+    outcome: PairedOutcome
+    pairs: int
+    ratio: float | None = None  # head time over base time (geometric mean over the pairs)
+    low: float | None = None
+    high: float | None = None
+    reason: str = ""
+
+    @property
+    def decided(self) -> bool:
+        return self.outcome in DECIDED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome.value,
+            "pairs": self.pairs,
+            "ratio": self.ratio,
+            "low": self.low,
+            "high": self.high,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PairedVerdict:
+        return cls(
+            outcome=PairedOutcome(data["outcome"]),
+            pairs=int(data["pairs"]),
+            ratio=data.get("ratio"),
+            low=data.get("low"),
+            high=data.get("high"),
+            reason=str(data.get("reason", "")),
+        )
+
+
+def _interval_text(ratio: float, low: float, high: float) -> str:
+    return f"{format_percent_change(ratio)} [{format_percent_change(low)}, {format_percent_change(high)}]"
+
+
+def judge_pairs(log_ratios: Sequence[float], plan: SequentialPlan, *, last: bool = False) -> PairedVerdict:
+    """The verdict after ``len(log_ratios)`` pairs: a claim at a scheduled look, else pending.
+
+    ``last`` says no more pairs will come (the budget ran out): the rule then takes its final look
+    at whatever count it has, and without a claim the answer is inconclusive.
+    """
+    n = len(log_ratios)
+    if any(not math.isfinite(value) for value in log_ratios):
+        raise ValueError("log ratios must be finite")
+    if n < 2 or (n not in plan.looks and not last):
+        if last:
+            return PairedVerdict(PairedOutcome.INCONCLUSIVE, n, reason=f"{n} pair(s): too few for an interval")
+        return PairedVerdict(PairedOutcome.PENDING, n)
+    ratio, low, high = plan.interval(log_ratios)
+    limit = 1 + plan.tolerance
+    text, band = _interval_text(ratio, low, high), f"{plan.tolerance:.0%}"
+    if low > limit:
+        return PairedVerdict(PairedOutcome.REGRESSED, n, ratio, low, high, f"{text}: slower beyond {band}")
+    if high < 1 / limit:
+        return PairedVerdict(PairedOutcome.IMPROVED, n, ratio, low, high, f"{text}: faster beyond {band}")
+    if 1 / limit <= low and high <= limit:
+        return PairedVerdict(PairedOutcome.UNCHANGED, n, ratio, low, high, f"{text}: within ±{band}")
+    if not last and n < plan.max_pairs:
+        return PairedVerdict(PairedOutcome.PENDING, n, ratio, low, high, text)
+    needed = plan.pairs_needed(log_ratios)
+    hint = f"; about {needed} pairs at this noise would decide" if needed and needed > n else ""
+    return PairedVerdict(
+        PairedOutcome.INCONCLUSIVE, n, ratio, low, high, f"{text}: straddles the ±{plan.tolerance:.0%} band{hint}"
+    )
