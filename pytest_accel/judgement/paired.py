@@ -30,6 +30,7 @@ Pure logic: no torch, no pytest, no processes (``pytest_accel.ab`` runs them). T
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -42,6 +43,11 @@ from pytest_accel.core.units import format_percent_change
 __all__ = ["PairedOutcome", "PairedVerdict", "SequentialPlan", "judge_pairs", "look_schedule"]
 
 LOOK_GROWTH = 1.25  # each look at ~25% more pairs than the last
+
+
+@functools.lru_cache(maxsize=4096)
+def _t(level: float, df: int) -> float:
+    return t_quantile(level, df)
 
 
 def look_schedule(min_pairs: int, max_pairs: int) -> tuple[int, ...]:
@@ -87,7 +93,7 @@ class SequentialPlan:
         mean = statistics.fmean(log_ratios)
         if n < 2:
             return math.exp(mean), 0.0, math.inf
-        half = t_quantile(1 - self.alpha_per_look / 2, n - 1) * statistics.stdev(log_ratios) / math.sqrt(n)
+        half = _t(1 - self.alpha_per_look / 2, n - 1) * statistics.stdev(log_ratios) / math.sqrt(n)
         return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
     def pairs_needed(self, log_ratios: Sequence[float]) -> int | None:
@@ -100,7 +106,7 @@ class SequentialPlan:
             return len(log_ratios)
         if distance == 0:
             return None
-        t = t_quantile(1 - self.alpha_per_look / 2, max(len(log_ratios) - 1, 2))
+        t = _t(1 - self.alpha_per_look / 2, max(len(log_ratios) - 1, 2))
         return math.ceil((t * spread / distance) ** 2)
 
 

@@ -1,0 +1,200 @@
+"""``pytest-accel ab`` end to end: real git repositories, real pytest processes, real worktrees.
+
+Each sitting runs the command as a user would (a subprocess), then checks the exit code, the
+table, the comparison file, and that no worktree or child process is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+# A workload whose cost the commit decides: SLOW repeats the work (3x: clear at the first look).
+KERNEL = "SLOW = {slow}\n\ndef work():\n    return sum(range(2000 * SLOW))\n"
+TEST = """
+from kernel import work
+
+def test_work(throughput):
+    throughput(work, items=1, unit="calls")
+"""
+INI = "[pytest]\naccel_warmup_max_seconds = 0.1\naccel_measure_seconds = 0.1\n"
+SELECTION = ["--", "test_perf.py", "--device", "cpu", "-q"]
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, message: str, **files: str) -> str:
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A project with one perf test at its first commit (tagged ``good``)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    git(folder, "init", "-q")
+    commit(folder, "good", **{"kernel.py": KERNEL.format(slow=1), "test_perf.py": TEST, "pytest.ini": INI})
+    git(folder, "tag", "good")
+    return folder
+
+
+def ab(repo: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_accel", "ab", *args], cwd=repo, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def assert_nothing_left(repo: Path) -> None:
+    assert len(git(repo, "worktree", "list").splitlines()) == 1, git(repo, "worktree", "list")
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("pytest-accel-ab-*/test_perf.py"))
+
+
+def test_a_planted_slowdown_in_the_working_tree_is_regressed(repo: Path) -> None:
+    (repo / "kernel.py").write_text(KERNEL.format(slow=3))  # uncommitted: the head is the tree as it is
+    done = ab(repo, "--base", "good", "--max-pairs", "6", *SELECTION)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "| test_perf.py::test_work |" in done.stdout and "| regressed |" in done.stdout
+    assert "+ changes" in done.stdout  # the head is labelled as the dirty tree
+    comparison = json.loads((repo / ".pytest-accel-ab" / "comparison.json").read_text())
+    (test,) = comparison["tests"]
+    assert test["outcome"] == "regressed" and test["low"] > 1.05 and len(test["log_ratios"]) == test["pairs"]
+    assert comparison["exit_code"] == 1 and comparison["base"]["commit"] == git(repo, "rev-parse", "good")
+    for side in ("base", "head"):  # one result file per side, readable by the other commands
+        results = json.loads((repo / ".pytest-accel-ab" / f"{side}.json").read_text())
+        assert results["results"][0]["test"] == "test_perf.py::test_work"
+    assert_nothing_left(repo)
+
+
+def test_a_test_only_the_head_has_is_new_not_an_error(repo: Path) -> None:
+    extra = TEST.replace("test_work", "test_added")
+    (repo / "test_perf.py").write_text(TEST + extra.replace("from kernel import work\n", ""))
+    done = ab(repo, "--base", "good", "--max-pairs", "3", "--", "test_perf.py", "--device", "cpu", "-k", "added")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "only the head has this test" in done.stdout and "| new |" in done.stdout
+    assert "after 1 pair(s)" in done.stdout  # decided at once, and not measured again
+    assert_nothing_left(repo)
+
+
+def test_an_unknown_revision_is_a_usage_error(repo: Path) -> None:
+    done = ab(repo, "--base", "no-such-rev", *SELECTION)
+    assert done.returncode == 2
+    assert "'no-such-rev': not a revision of the repository" in done.stderr
+    assert_nothing_left(repo)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-pairs", "2"], "max_pairs (2) is below min_pairs (3)"),
+        (["--tolerance", "0"], "tolerance must be a positive number"),
+        (["--max-minutes", "-1"], "--max-minutes must be a positive number"),
+        (["--base-python", sys.executable], "exactly one of --base REV and --base-python"),
+        (["--", "--accel-update"], "never updates baselines"),
+    ],
+)
+def test_bad_options_are_named(repo: Path, args: list[str], message: str) -> None:
+    done = ab(repo, "--base", "good", *args)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert_nothing_left(repo)
+
+
+def test_pytest_arguments_must_follow_the_double_dash(repo: Path) -> None:
+    done = ab(repo, "--base", "good", "test_perf.py")
+    assert done.returncode == 2 and "put the pytest arguments after --: test_perf.py" in done.stderr
+
+
+def test_out_folder_with_foreign_files_is_refused(repo: Path) -> None:
+    (repo / "mine").mkdir()
+    (repo / "mine" / "notes.txt").write_text("keep me")
+    done = ab(repo, "--base", "good", "--out", "mine", *SELECTION)
+    assert done.returncode == 2 and "holds files ab did not write (notes.txt)" in done.stderr
+    assert (repo / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_a_base_that_fails_to_import_is_exit_2_and_shows_why(repo: Path) -> None:
+    commit(repo, "broken", **{"kernel.py": "def work(:\n"})
+    git(repo, "tag", "broken")
+    commit(repo, "fixed", **{"kernel.py": KERNEL.format(slow=1)})
+    done = ab(repo, "--base", "broken", *SELECTION)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "base (broken" in done.stderr and "could not collect" in done.stderr and "SyntaxError" in done.stderr
+    assert_nothing_left(repo)
+
+
+def test_a_head_that_fails_to_import_is_inconclusive_so_bisect_skips_it(repo: Path) -> None:
+    (repo / "kernel.py").write_text("def work(:\n")
+    done = ab(repo, "--base", "good", *SELECTION)
+    assert done.returncode == 125, done.stdout + done.stderr
+    assert "head (working tree" in done.stderr and "SyntaxError" in done.stderr
+    assert_nothing_left(repo)
+
+
+def test_a_failing_test_on_the_head_is_an_error_row(repo: Path) -> None:
+    (repo / "test_perf.py").write_text(TEST + "    assert False, 'wrong answer'\n")
+    done = ab(repo, "--base", "good", *SELECTION)
+    assert done.returncode == 125, done.stdout + done.stderr
+    assert "| error |" in done.stdout and "head: test_perf.py::test_work failed" in done.stdout
+
+
+def test_interrupted_sitting_leaves_no_worktree_and_no_process(repo: Path) -> None:
+    sleeper = (
+        "import os, pathlib, time\nfrom kernel import work\n\ndef test_work(throughput):\n"
+        "    pathlib.Path(os.environ['PID_FOLDER'], str(os.getpid())).write_text('')\n"
+        "    time.sleep(120)\n    throughput(work, items=1, unit='calls')\n"
+    )
+    (repo / "test_perf.py").write_text(sleeper)
+    pids = repo.parent / "pids"
+    pids.mkdir()
+    command = [sys.executable, "-m", "pytest_accel", "ab", "--base", "good", *SELECTION]
+    child = subprocess.Popen(
+        command, cwd=repo, env={**os.environ, "PID_FOLDER": str(pids)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not list(pids.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    (pid_file,) = list(pids.iterdir())
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 130, stderr
+    assert "interrupted; worktrees removed, child processes stopped" in stderr
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.name), 0)
+    assert_nothing_left(repo)
+
+
+def test_git_bisect_run_finds_the_planted_slowdown(repo: Path) -> None:
+    """Five commits after the good one; the third makes the work 3x as long. bisect names it."""
+    planted = ""
+    for index in range(1, 6):
+        files = {"notes.txt": f"change {index}\n"}
+        if index == 3:
+            files["kernel.py"] = KERNEL.format(slow=3)
+        sha = commit(repo, f"change {index}", **files)
+        planted = sha if index == 3 else planted
+    git(repo, "bisect", "start", "HEAD", "good")
+    # Tolerance 50%: the planted change triples the time; the others must be called unchanged
+    # within the first look (3 pairs of 0.1 s measurements).
+    done = subprocess.run(
+        ["git", "bisect", "run", sys.executable, "-m", "pytest_accel", "ab", "--base", "good", "--tolerance", "0.5",
+         "--max-pairs", "3", *SELECTION],
+        cwd=repo, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert f"{planted} is the first bad commit" in done.stdout, done.stdout + done.stderr
+    git(repo, "bisect", "reset")
+    assert_nothing_left(repo)

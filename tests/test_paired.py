@@ -1,0 +1,143 @@
+"""The A/B stopping rule (pure logic) and the Student-t quantile it rests on."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_accel.core.stats import t_cdf, t_quantile
+from pytest_accel.judgement.paired import (
+    PairedOutcome,
+    PairedVerdict,
+    SequentialPlan,
+    judge_pairs,
+    look_schedule,
+)
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "expected"),  # R's qt()
+    [(0.975, 1, 12.706205), (0.975, 10, 2.228139), (0.995, 5, 4.032143), (0.999, 30, 3.385185), (0.9, 3, 1.637744)],
+)
+def test_t_quantile_matches_tables(p: float, df: int, expected: float) -> None:
+    assert t_quantile(p, df) == pytest.approx(expected, abs=1e-5)
+    assert t_quantile(1 - p, df) == pytest.approx(-expected, abs=1e-5)
+
+
+def test_t_quantile_tends_to_normal() -> None:
+    assert t_quantile(0.975, 1e7) == pytest.approx(1.959964, abs=1e-5)
+
+
+@given(st.floats(-50, 50), st.integers(1, 200))
+def test_t_cdf_and_quantile_invert(t: float, df: int) -> None:
+    p = t_cdf(t, df)
+    if 1e-9 < p < 1 - 1e-9:
+        assert t_quantile(p, df) == pytest.approx(t, abs=1e-6 * max(1.0, abs(t)))
+
+
+def test_t_quantile_refuses_bad_levels() -> None:
+    with pytest.raises(ValueError, match="outside"):
+        t_quantile(1.0, 5)
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        t_cdf(1.0, 0)
+
+
+def test_looks_grow_geometrically_to_the_maximum() -> None:
+    assert look_schedule(3, 40) == (3, 4, 5, 7, 9, 12, 15, 19, 24, 30, 38, 40)
+    assert look_schedule(3, 3) == (3,)
+
+
+@given(st.integers(2, 30), st.integers(0, 200))
+def test_looks_are_increasing_and_bounded(first: int, extra: int) -> None:
+    looks = look_schedule(first, first + extra)
+    assert looks[0] == first and looks[-1] == first + extra
+    assert all(a < b for a, b in zip(looks, looks[1:]))
+    assert len(looks) <= 3 + math.log(first + extra) / math.log(1.25)
+
+
+@pytest.mark.parametrize(("low", "high"), [(1, 5), (4, 3)])
+def test_bad_pair_counts_are_refused(low: int, high: int) -> None:
+    with pytest.raises(ValueError, match="pairs"):
+        SequentialPlan(min_pairs=low, max_pairs=high)
+
+
+def test_a_doubling_is_regressed_at_the_first_look() -> None:
+    verdict = judge_pairs([math.log(2.0), math.log(2.1), math.log(1.9)], SequentialPlan())
+    assert verdict.outcome is PairedOutcome.REGRESSED
+    assert verdict.low is not None and verdict.low > 1.05
+    assert "slower beyond 5%" in verdict.reason
+
+
+def test_no_claim_between_looks() -> None:
+    plan = SequentialPlan()
+    assert 6 not in plan.looks
+    assert judge_pairs([math.log(2.0)] * 6, plan).outcome is PairedOutcome.PENDING
+    assert judge_pairs([math.log(2.0)] * 6, plan, last=True).outcome is PairedOutcome.REGRESSED
+
+
+def test_identical_builds_with_little_noise_are_unchanged() -> None:
+    verdict = judge_pairs([0.004, -0.003, 0.001], SequentialPlan())
+    assert verdict.outcome is PairedOutcome.UNCHANGED
+
+
+def test_a_straddling_interval_at_the_last_look_is_inconclusive_and_says_what_would_decide() -> None:
+    rng = random.Random(3)
+    ratios = [math.log(1.06) + rng.gauss(0, 0.2) for _ in range(5)]
+    verdict = judge_pairs(ratios, SequentialPlan(max_pairs=5))
+    assert verdict.outcome is PairedOutcome.INCONCLUSIVE
+    assert "straddles" in verdict.reason and "pairs at this noise would decide" in verdict.reason
+
+
+def test_too_few_pairs_at_the_end_are_inconclusive() -> None:
+    verdict = judge_pairs([0.5], SequentialPlan(), last=True)
+    assert verdict.outcome is PairedOutcome.INCONCLUSIVE and "too few" in verdict.reason
+
+
+def test_non_finite_ratios_are_refused() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        judge_pairs([0.1, math.nan, 0.0], SequentialPlan())
+
+
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=40), st.booleans())
+def test_claims_follow_the_interval_and_mirror(ratios: list[float], last: bool) -> None:
+    plan = SequentialPlan()
+    verdict = judge_pairs(ratios, plan, last=last)
+    limit = 1 + plan.tolerance
+    if verdict.outcome is PairedOutcome.REGRESSED:
+        assert verdict.low is not None and verdict.low > limit
+    if verdict.outcome is PairedOutcome.UNCHANGED:
+        assert verdict.low is not None and verdict.high is not None
+        assert 1 / limit <= verdict.low <= verdict.high <= limit
+    mirrored = judge_pairs([-x for x in ratios], plan, last=last).outcome
+    swap = {PairedOutcome.REGRESSED: PairedOutcome.IMPROVED, PairedOutcome.IMPROVED: PairedOutcome.REGRESSED}
+    assert mirrored is swap.get(verdict.outcome, verdict.outcome)
+
+
+def test_verdict_round_trips_through_json() -> None:
+    verdict = judge_pairs([math.log(2.0)] * 3, SequentialPlan())
+    assert PairedVerdict.from_dict(verdict.to_dict()) == verdict
+
+
+@settings(deadline=None, max_examples=1)
+@given(st.just(0))
+def test_repeated_looks_keep_the_false_alarm_rate_at_the_tolerance_edge(_: int) -> None:
+    """The worst case for a false "regressed": a build slower by exactly the tolerance.
+
+    Normal per-pair noise of 7% (the SD measured on the CI VM, docs/sensitivity.md); 2,000 whole
+    sittings with every scheduled look. The design bounds the rate by alpha / 2 = 2.5%.
+    """
+    plan, rng = SequentialPlan(), random.Random(7)
+    regressed = 0
+    for _ in range(2000):
+        ratios: list[float] = []
+        while True:
+            ratios.append(math.log1p(plan.tolerance) + rng.gauss(0, 0.07))
+            verdict = judge_pairs(ratios, plan)
+            if verdict.outcome is not PairedOutcome.PENDING:
+                break
+        regressed += verdict.outcome is PairedOutcome.REGRESSED
+    assert regressed / 2000 <= plan.alpha / 2
