@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -55,7 +56,7 @@ def test_looks_grow_geometrically_to_the_maximum() -> None:
 def test_looks_are_increasing_and_bounded(first: int, extra: int) -> None:
     looks = look_schedule(first, first + extra)
     assert looks[0] == first and looks[-1] == first + extra
-    assert all(a < b for a, b in zip(looks, looks[1:]))
+    assert all(a < b for a, b in itertools.pairwise(looks))
     assert len(looks) <= 3 + math.log(first + extra) / math.log(1.25)
 
 
