@@ -28,6 +28,17 @@ from typing import Any, final
 
 from pytest_accel.core.measurement import Measurement, compared_samples
 from pytest_accel.core.stats import median
+from pytest_accel.core.validation import Invalid as _Invalid
+from pytest_accel.core.validation import byte_count as _byte_count
+from pytest_accel.core.validation import check_plain_json as _check_plain_json
+from pytest_accel.core.validation import decode_json
+from pytest_accel.core.validation import encodable as _encodable
+from pytest_accel.core.validation import finite as _finite
+from pytest_accel.core.validation import positive as _positive
+from pytest_accel.core.validation import samples as _samples
+from pytest_accel.core.validation import show as _show
+from pytest_accel.core.validation import states as _states
+from pytest_accel.core.validation import text as _text
 
 __all__ = [
     "COMPARABLE_PROVENANCE",
@@ -54,12 +65,8 @@ _TOP_LEVEL_KEYS = ("schema", "device_key", "profile", "world_size", "entries")
 _REQUIRED_ENTRY_KEYS = ("unit", "items_per_call", "samples")
 # Mode of a newly created baseline file: it is meant to be committed and read by everyone.
 _NEW_FILE_MODE = 0o644
-# Longest quotation of an offending value in an error message.
-_SHOWN_VALUE_CHARS = 60
 # A profile ending like this would name the file of another profile at another world size.
 _WORLD_SIZE_SUFFIX = re.compile(r"-w\d+\Z")
-# What a samples list must be, the start of every message about one (tools may search for it).
-_SAMPLES_PROBLEM = "expected a list of positive finite numbers"
 # Provenance fields that change what a figure means: a baseline that differs in one is not compared.
 # Beyond the thread count, a CPU's stepping, caches and vector ISA (a key names family and model).
 COMPARABLE_PROVENANCE = ("cpu_threads", "cpu_stepping", "cache_l2", "cache_l3", "vector_isa")
@@ -72,89 +79,6 @@ class BaselineError(Exception):
     """A baseline file that cannot be used; the message names the file and the problem."""
 
 
-class _Invalid(Exception):
-    """A content problem at a key path, raised before the file it belongs to is named."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-
-
-def _show(value: object) -> str:
-    """A short quotation of a JSON value for an error message."""
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    text = repr(value)
-    return text if len(text) <= _SHOWN_VALUE_CHARS else text[: _SHOWN_VALUE_CHARS - 3] + "..."
-
-
-def _finite(value: object) -> float | None:
-    """The value as a float when it is a finite number (bools are not numbers here), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond float range
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _encodable(text: str) -> bool:
-    """Whether the string is valid Unicode text (JSON escapes can smuggle in lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _text(value: object, path: str) -> str:
-    if not isinstance(value, str) or not value or not _encodable(value):
-        raise _Invalid(path, f"expected a non-empty string, got {_show(value)}")
-    return value
-
-
-def _positive(value: object, path: str) -> float:
-    number = _finite(value)
-    if number is None or number <= 0:
-        raise _Invalid(path, f"expected a positive finite number, got {_show(value)}")
-    return number
-
-
-def _samples(value: object, path: str, *, allow_empty: bool) -> tuple[float, ...]:
-    if not isinstance(value, (list, tuple)):
-        raise _Invalid(path, f"{_SAMPLES_PROBLEM}, got {_show(value)}")
-    if not value and not allow_empty:
-        raise _Invalid(path, f"{_SAMPLES_PROBLEM}, got an empty list")
-    samples = []
-    for index, item in enumerate(value):
-        number = _finite(item)
-        if number is None or number <= 0:
-            raise _Invalid(path, f"{_SAMPLES_PROBLEM}, item {index} is {_show(item)}")
-        samples.append(number)
-    return tuple(samples)
-
-
-def _states(value: object, path: str) -> tuple[dict[str, float], ...]:
-    """Recorded machine states: a list of objects of probe name -> seconds per call (or share), finite, >= 0."""
-    if not isinstance(value, (list, tuple)):
-        raise _Invalid(path, f"expected a list of objects of numbers >= 0, got {_show(value)}")
-    states = []
-    for index, item in enumerate(value):
-        if not isinstance(item, Mapping):
-            raise _Invalid(f"{path}[{index}]", f"expected an object of numbers >= 0, got {_show(item)}")
-        state = {}
-        for name, seconds in item.items():
-            _text(name, f"{path}[{index}] (probe name)")
-            number = _finite(seconds)
-            if number is None or number < 0:
-                raise _Invalid(f"{path}[{index}][{name!r}]", f"expected a finite number >= 0, got {_show(seconds)}")
-            state[name] = number
-        states.append(state)
-    return tuple(states)
-
-
 def _tolerance(value: object, path: str) -> float | None:
     if value is None:
         return None
@@ -162,14 +86,6 @@ def _tolerance(value: object, path: str) -> float | None:
     if number is None or number < 0:
         raise _Invalid(path, f"expected null or a finite number >= 0, got {_show(value)}")
     return number
-
-
-def _byte_count(value: object, path: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _Invalid(path, f"expected null or an integer >= 0, got {_show(value)}")
-    return value
 
 
 def _provenance(value: object, path: str) -> dict[str, str]:
@@ -303,40 +219,12 @@ class BaselineEntry:
             raise BaselineError(f"{where}: {invalid}") from None
 
 
-def _check_plain_json(value: object, path: str) -> None:
-    """Refuse non-finite numbers and lone surrogates anywhere (they would not survive a rewrite)."""
-    pending: list[tuple[object, str]] = [(value, path)]
-    while pending:  # iterative: nesting as deep as json accepts must not overflow the stack
-        item, where = pending.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            raise _Invalid(where, f"{item!r} is not a finite number")
-        if isinstance(item, str) and not _encodable(item):
-            raise _Invalid(where, "contains a lone surrogate, which is not text")
-        if isinstance(item, dict):
-            for key, child in item.items():
-                if not _encodable(key):
-                    raise _Invalid(where, f"key {key!r} contains a lone surrogate, which is not text")
-                pending.append((child, f"{where}[{key!r}]"))
-        elif isinstance(item, list):
-            pending.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
-
-
 def _decode(raw: bytes, where: str) -> object:
     """The JSON value in a file's bytes, or a BaselineError that says where the syntax broke."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise BaselineError(f"{where}: not UTF-8 text (byte {error.start})") from None
-    if not text.strip():
-        raise BaselineError(f"{where}: the file is empty (expected a JSON object)")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise BaselineError(
-            f"{where}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
-        ) from None
-    except (ValueError, RecursionError) as error:  # an int too long to convert; nesting too deep
-        raise BaselineError(f"{where}: invalid JSON: {error}") from None
+        return decode_json(raw, where)
+    except _Invalid as invalid:
+        raise BaselineError(str(invalid)) from None
 
 
 def _check_header(document: object, where: str, device_key: str, profile: str, world_size: int) -> dict[str, Any]:

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import datetime
 import json
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, final
 
-from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.measurement import DEFAULT_METRIC, Measurement, display_name
+from pytest_accel.core.validation import (
+    Invalid,
+    byte_count,
+    check_plain_json,
+    decode_json,
+    encodable,
+    finite,
+    positive,
+    samples,
+    show,
+)
+from pytest_accel.core.validation import text as text_of
 from pytest_accel.judgement.verdict import VerdictRecord
 
 __all__ = [
@@ -96,16 +107,22 @@ class ResultFile:
     verdicts: Mapping[tuple[str, str], VerdictRecord | None]
 
 
+# Seconds per call a result may hold: a picosecond to eleven days. Beyond, a file is corrupt (and
+# ratios of such figures overflow).
+SECONDS_RANGE = (1e-12, 1e6)
+_ENTRY_KEYS = frozenset(f.name for f in fields(Measurement)) | {"test", "outcome", "verdict", "figures"}
+
+
 def load_results(path: Path) -> ResultFile:
-    """Load and validate one result file; raises ``ResultsError`` naming the file and the problem."""
+    """Load and validate one result file; raises ``ResultsError`` naming the file, the line and the key."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as error:
         raise ResultsError(f"{path}: cannot read: {error.strerror or error}") from None
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ResultsError(f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+        document = decode_json(raw, str(path))
+    except Invalid as invalid:
+        raise ResultsError(str(invalid)) from None
     if not isinstance(document, dict):
         raise ResultsError(f"{path}: not a pytest-accel result file (top level is not an object)")
     schema = document.get("schema")
@@ -123,36 +140,142 @@ def load_results(path: Path) -> ResultFile:
     results = document.get("results")
     if not isinstance(results, list):
         raise ResultsError(f"{path}: 'results' must be a list")
+    text = raw.decode("utf-8")
+    try:
+        provenance = _strings(document.get("provenance", {}), "provenance")
+        for name in ("profile", "date"):
+            if not isinstance(document.get(name, ""), str):
+                raise Invalid(name, f"expected a string, got {show(document[name])}")
+        text_of(device["key"], "device['key']")
+    except Invalid as invalid:
+        raise ResultsError(f"{path}: {invalid}") from None
     for index, entry in enumerate(results):
-        key, measurement, verdict = _entry(path, index, entry)
+        key, measurement, verdict = _entry(path, text, index, entry)
+        if key in measurements:
+            raise ResultsError(f"{path}: results[{index}]: {display_name(*key)} appears twice")
         measurements[key] = measurement
         verdicts[key] = verdict
-    provenance = document.get("provenance", {})
     return ResultFile(
         path=path,
         device_key=device["key"],
         profile=str(document.get("profile", "")),
         date=str(document.get("date", "")),
-        provenance={str(k): str(v) for k, v in provenance.items()} if isinstance(provenance, dict) else {},
+        provenance=provenance,
         measurements=measurements,
         verdicts=verdicts,
     )
 
 
-def _entry(path: Path, index: int, entry: object) -> tuple[tuple[str, str], Measurement, VerdictRecord | None]:
-    where = f"{path}: results[{index}]"
-    if not isinstance(entry, dict) or not isinstance(entry.get("test"), str):
-        raise ResultsError(f"{where}: expected an object with a string 'test'")
-    fields = {k: v for k, v in entry.items() if k not in ("test", "outcome", "verdict")}
+def _strings(value: object, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise Invalid(where, f"expected an object of strings, got {show(value)}")
+    for key, item in value.items():
+        if not isinstance(item, str) or not encodable(item) or not encodable(key):
+            raise Invalid(f"{where}[{key!r}]", f"expected a string, got {show(item)}")
+    return dict(value)
+
+
+def _line_of(text: str, index: int, test: object) -> str:
+    """The line where the index-th entry's test id is written, when it can be found."""
+    if not isinstance(test, str):
+        return ""
+    needle, start = f'"test": {json.dumps(test)}', -1
+    for _ in range(index + 1):  # entries with the same id each have their own line
+        start = text.find(needle, start + 1)
+        if start < 0:
+            return ""
+    return f", line {text.count(chr(10), 0, start) + 1}"
+
+
+def _count(value: object, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise Invalid(where, f"expected an integer >= {minimum}, got {show(value)}")
+    return value
+
+
+def _at_least_zero(value: object, where: str, *, optional: bool) -> float | None:
+    if value is None and optional:
+        return None
+    number = finite(value)
+    if number is None or number < 0:
+        raise Invalid(where, f"expected {'null or ' if optional else ''}a finite number >= 0, got {show(value)}")
+    return number
+
+
+def _seconds(value: object, where: str) -> tuple[float, ...]:
+    values = samples(value, where, allow_empty=True)
+    low, high = SECONDS_RANGE
+    for index, item in enumerate(values):
+        if not low <= item <= high:
+            raise Invalid(where, f"item {index} is {item!r} seconds, outside [{low:g}, {high:g}]")
+    return values
+
+
+def _state(value: object) -> dict[str, float]:
+    if not isinstance(value, dict):
+        raise Invalid("state", f"expected an object of probe name -> number, got {show(value)}")
+    state = {}
+    for name, number in value.items():
+        checked = finite(number)
+        if not encodable(name) or checked is None or checked < 0:
+            raise Invalid(f"state[{name!r}]", f"expected a finite number >= 0, got {show(number)}")
+        state[name] = checked
+    return state
+
+
+def _measurement(entry: dict[str, Any]) -> Measurement:
+    """Every field checked for type, sign and finiteness, named by key path; unknown keys refused."""
+    if unknown := sorted(set(entry) - _ENTRY_KEYS):
+        raise Invalid(repr(unknown[0]), "unknown key (a newer writer would have raised the schema)")
+    sampled = _seconds(entry.get("samples"), "samples")
+    probes = _seconds(entry.get("probe_samples", []), "probe_samples")
+    if probes and len(probes) != len(sampled):
+        raise Invalid("probe_samples", f"{len(probes)} probe samples for {len(sampled)} samples (one per round)")
+    warmup_settled = entry.get("warmup_settled", True)
+    if not isinstance(warmup_settled, bool):
+        raise Invalid("warmup_settled", f"expected true or false, got {show(warmup_settled)}")
+    extra = entry.get("extra", {})
+    if not isinstance(extra, dict):
+        raise Invalid("extra", f"expected an object, got {show(extra)}")
+    check_plain_json(extra, "extra")
+    state = entry.get("state", {})
+    return Measurement(
+        unit=text_of(entry.get("unit"), "unit"),
+        items_per_call=positive(entry.get("items_per_call"), "items_per_call"),
+        samples=sampled,
+        calls_per_round=_count(entry.get("calls_per_round", 1), "calls_per_round", 1),
+        warmup_calls=_count(entry.get("warmup_calls", 0), "warmup_calls", 0),
+        warmup_seconds=float(_at_least_zero(entry.get("warmup_seconds", 0.0), "warmup_seconds", optional=False) or 0),
+        warmup_settled=warmup_settled,
+        flops_per_call=_at_least_zero(entry.get("flops_per_call"), "flops_per_call", optional=True),
+        bytes_per_call=_at_least_zero(entry.get("bytes_per_call"), "bytes_per_call", optional=True),
+        peak_memory_bytes=byte_count(entry.get("peak_memory_bytes"), "peak_memory_bytes"),
+        device_key=text_of(entry.get("device_key", "unknown"), "device_key"),
+        probe_samples=probes,
+        state=_state(state),
+        name=text_of(entry.get("name", DEFAULT_METRIC), "name"),
+        extra=extra,
+    )
+
+
+def _entry(
+    path: Path, text: str, index: int, entry: object
+) -> tuple[tuple[str, str], Measurement, VerdictRecord | None]:
+    test = entry.get("test") if isinstance(entry, dict) else None
+    where = f"{path}{_line_of(text, index, test)}: results[{index}]"
+    if not isinstance(entry, dict):
+        raise ResultsError(f"{where}: expected an object with a string 'test', got {show(entry)}")
     try:
-        measurement = Measurement.from_dict(fields)
-    except (TypeError, ValueError) as error:
-        raise ResultsError(f"{where} ({entry['test']}): not a measurement: {error}") from None
-    if any(not (math.isfinite(s) and s > 0) for s in measurement.samples):
-        raise ResultsError(f"{where} ({entry['test']}): samples must be finite and positive")
+        test_id = text_of(test, "'test'")
+        where += f" ({test_id})"
+        if not isinstance(entry.get("outcome", ""), str):
+            raise Invalid("'outcome'", f"expected a string, got {show(entry['outcome'])}")
+        measurement = _measurement(entry)
+    except Invalid as invalid:
+        raise ResultsError(f"{where}: {invalid}") from None
     raw_verdict = entry.get("verdict")
     try:
         verdict = None if raw_verdict is None else VerdictRecord.from_dict(raw_verdict)
-    except ValueError as error:
-        raise ResultsError(f"{where} ({entry['test']}): {error}") from None
-    return (entry["test"], measurement.name), measurement, verdict
+    except (ValueError, TypeError, KeyError) as error:
+        raise ResultsError(f"{where}: 'verdict': {error}") from None
+    return (test_id, measurement.name), measurement, verdict

@@ -1,0 +1,156 @@
+"""Validation of JSON read from files: every problem named by its key path, no file ever trusted.
+
+Shared by the baseline store and the result-file reader, which must be equally strict. Pure: no
+torch, no pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+
+__all__ = [
+    "SAMPLES_PROBLEM",
+    "Invalid",
+    "byte_count",
+    "check_plain_json",
+    "decode_json",
+    "encodable",
+    "finite",
+    "positive",
+    "samples",
+    "show",
+    "states",
+    "text",
+]
+
+# Longest quotation of an offending value in an error message.
+_SHOWN_VALUE_CHARS = 60
+# What a samples list must be, the start of every message about one (tools may search for it).
+SAMPLES_PROBLEM = "expected a list of positive finite numbers"
+
+
+class Invalid(Exception):
+    """A content problem at a key path, raised before the file it belongs to is named."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+
+
+def show(value: object) -> str:
+    """A short quotation of a JSON value for an error message."""
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    quoted = repr(value)
+    return quoted if len(quoted) <= _SHOWN_VALUE_CHARS else quoted[: _SHOWN_VALUE_CHARS - 3] + "..."
+
+
+def finite(value: object) -> float | None:
+    """The value as a float when it is a finite number (bools are not numbers here), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float range
+        return None
+    return number if math.isfinite(number) else None
+
+
+def encodable(text: str) -> bool:
+    """Whether the string is valid Unicode text (JSON escapes can smuggle in lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def text(value: object, path: str) -> str:
+    if not isinstance(value, str) or not value or not encodable(value):
+        raise Invalid(path, f"expected a non-empty string, got {show(value)}")
+    return value
+
+
+def positive(value: object, path: str) -> float:
+    number = finite(value)
+    if number is None or number <= 0:
+        raise Invalid(path, f"expected a positive finite number, got {show(value)}")
+    return number
+
+
+def samples(value: object, path: str, *, allow_empty: bool) -> tuple[float, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise Invalid(path, f"{SAMPLES_PROBLEM}, got {show(value)}")
+    if not value and not allow_empty:
+        raise Invalid(path, f"{SAMPLES_PROBLEM}, got an empty list")
+    samples = []
+    for index, item in enumerate(value):
+        number = finite(item)
+        if number is None or number <= 0:
+            raise Invalid(path, f"{SAMPLES_PROBLEM}, item {index} is {show(item)}")
+        samples.append(number)
+    return tuple(samples)
+
+
+def states(value: object, path: str) -> tuple[dict[str, float], ...]:
+    """Recorded machine states: a list of objects of probe name -> seconds per call (or share), finite, >= 0."""
+    if not isinstance(value, (list, tuple)):
+        raise Invalid(path, f"expected a list of objects of numbers >= 0, got {show(value)}")
+    states = []
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise Invalid(f"{path}[{index}]", f"expected an object of numbers >= 0, got {show(item)}")
+        state = {}
+        for name, seconds in item.items():
+            text(name, f"{path}[{index}] (probe name)")
+            number = finite(seconds)
+            if number is None or number < 0:
+                raise Invalid(f"{path}[{index}][{name!r}]", f"expected a finite number >= 0, got {show(seconds)}")
+            state[name] = number
+        states.append(state)
+    return tuple(states)
+
+
+def byte_count(value: object, path: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Invalid(path, f"expected null or an integer >= 0, got {show(value)}")
+    return value
+
+
+def check_plain_json(value: object, path: str) -> None:
+    """Refuse non-finite numbers and lone surrogates anywhere (they would not survive a rewrite)."""
+    pending: list[tuple[object, str]] = [(value, path)]
+    while pending:  # iterative: nesting as deep as json accepts must not overflow the stack
+        item, where = pending.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise Invalid(where, f"{item!r} is not a finite number")
+        if isinstance(item, str) and not encodable(item):
+            raise Invalid(where, "contains a lone surrogate, which is not text")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not encodable(key):
+                    raise Invalid(where, f"key {key!r} contains a lone surrogate, which is not text")
+                pending.append((child, f"{where}[{key!r}]"))
+        elif isinstance(item, list):
+            pending.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+
+
+def decode_json(raw: bytes, where: str) -> object:
+    """The JSON value in a file's bytes, or ``Invalid`` saying where it broke (``where``: the file)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise Invalid(where, f"not UTF-8 text (byte {error.start})") from None
+    if not text.strip():
+        raise Invalid(where, "the file is empty (expected a JSON object)")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise Invalid(where, f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+    except (ValueError, RecursionError) as error:  # an int too long to convert; nesting too deep
+        raise Invalid(where, f"invalid JSON: {error}") from None

@@ -1,0 +1,162 @@
+"""The ``--accel-json`` reader: as strict as the baseline store, never a traceback (issue 15, cases 2-3)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_accel.cli import main
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.outputs.results import SECONDS_RANGE, Recorded, ResultsError, load_results, results_document
+
+
+def document(**entry: Any) -> dict[str, Any]:
+    """A valid result file with one entry, fields overridden by ``entry`` (None removes one)."""
+    good = Measurement("images", 2.0, (0.01, 0.011, 0.012), probe_samples=(0.001, 0.001, 0.001))
+    data = results_document(
+        [Recorded("test_x.py::test_a", "passed", good, None)],
+        device_kind="cpu", device_key="cpu-k-2c", provenance={"torch": "2.13"}, profile="smoke", world_size=1,
+    )  # fmt: skip
+    for key, value in entry.items():
+        if value is None:
+            del data["results"][0][key]
+        else:
+            data["results"][0][key] = value
+    return data
+
+
+def write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data, indent=2, sort_keys=True))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"samples": "123"}, "samples: expected a list of positive finite numbers"),
+        ({"items_per_call": -5}, "items_per_call: expected a positive finite number, got -5"),
+        ({"items_per_call": "x"}, "items_per_call: expected a positive finite number, got 'x'"),
+        ({"calls_per_round": "x"}, "calls_per_round: expected an integer >= 1, got 'x'"),
+        ({"unit": 3}, "unit: expected a non-empty string, got 3"),
+        ({"extra": [1]}, "extra: expected an object, got a list"),
+        ({"probe_samples": [0.001]}, "probe_samples: 1 probe samples for 3 samples"),
+        ({"samples": [1e308]}, "samples: item 0 is 1e+308 seconds, outside [1e-12, 1e+06]"),
+        ({"samples": [5e-324]}, "samples: item 0 is 5e-324 seconds, outside"),
+        ({"flops_per_call": -1.0}, "flops_per_call: expected null or a finite number >= 0, got -1.0"),
+        ({"state": {"memory": -1}}, "state['memory']: expected a finite number >= 0"),
+        ({"warmup_settled": "yes"}, "warmup_settled: expected true or false"),
+        ({"surprise": 1}, "'surprise': unknown key"),
+        ({"samples": None}, "samples: expected a list of positive finite numbers, got None"),
+        ({"verdict": {"outcome": "maybe"}}, "'verdict':"),
+    ],
+)
+def test_corrupt_fields_are_named_with_file_line_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: dict[str, Any], message: str
+) -> None:
+    path = write(tmp_path, document(**entry))
+    before = path.read_text()
+    with pytest.raises(ResultsError, match="results\\[0\\]") as error:
+        load_results(path)
+    assert message in str(error.value) and f"{path}, line " in str(error.value)
+    for command in (["report", str(path)], ["compare", str(path), str(path)]):
+        assert main(command) == 2  # a named error, never exit 1 (which compare uses for a regression)
+        assert message in capsys.readouterr().err
+    assert path.read_text() == before
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (bytes(range(256)) * 16, "not UTF-8 text"),
+        (b'{"schema": 1, "device": {"key": "k"}, "results": [{"test": "t", "samples": [1' + b"0" * 400 + b"]}]}",
+         "samples: expected a list of positive finite numbers"),
+        (b"[" * 100_000, "invalid JSON"),
+        (b'{"schema": 1, "device": {"key": "k"}, "results": [{"test": "\\ud800", "unit": "x"}]}',
+         "'test': expected a non-empty string"),
+        (b"", "the file is empty"),
+    ],
+)  # fmt: skip
+def test_hostile_bytes_are_refused_not_crashed_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], raw: bytes, message: str
+) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(raw)
+    assert main(["compare", str(path), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and message in err and "Traceback" not in err
+
+
+def test_a_folder_is_not_a_result_file(tmp_path: Path) -> None:
+    with pytest.raises(ResultsError, match="cannot read"):
+        load_results(tmp_path)
+
+
+def test_a_test_recorded_twice_is_refused(tmp_path: Path) -> None:
+    data = document()
+    data["results"].append(data["results"][0])
+    with pytest.raises(ResultsError, match=r"results\[1\]: test_x.py::test_a appears twice"):
+        load_results(write(tmp_path, data))
+
+
+positive_seconds = st.floats(SECONDS_RANGE[0], SECONDS_RANGE[1], allow_nan=False)
+measurements = st.builds(
+    Measurement,
+    unit=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1),
+    items_per_call=st.floats(1e-6, 1e9),
+    samples=st.lists(positive_seconds, max_size=8).map(tuple),
+    calls_per_round=st.integers(1, 1000),
+    flops_per_call=st.none() | st.floats(0, 1e18),
+    peak_memory_bytes=st.none() | st.integers(0, 2**50),
+    name=st.sampled_from(["throughput", "decode", "prefill"]),
+)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@given(st.lists(measurements, max_size=4), st.text(st.characters(blacklist_categories=("Cs",)), min_size=1))
+def test_what_is_written_reads_back_equal(tmp_path: Path, written: list[Measurement], test_id: str) -> None:
+    unique = {m.name: m for m in written}
+    records = [Recorded(test_id, "passed", m, None) for m in unique.values()]
+    data = results_document(records, device_kind="cpu", device_key="k", provenance={}, profile="smoke", world_size=1)
+    loaded = load_results(write(tmp_path, data))
+    assert dict(loaded.measurements) == {(test_id, m.name): m for m in unique.values()}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=8,
+)
+keys = st.sampled_from(
+    ["unit", "items_per_call", "samples", "probe_samples", "calls_per_round", "warmup_calls", "warmup_seconds",
+     "warmup_settled", "flops_per_call", "bytes_per_call", "peak_memory_bytes", "device_key", "state", "name",
+     "extra", "test", "outcome", "verdict", "other"]
+)  # fmt: skip
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=300)
+@given(st.lists(st.tuples(keys, json_values), min_size=1, max_size=3))
+def test_any_corruption_is_refused_or_read_as_a_valid_measurement(
+    tmp_path: Path, corruptions: list[tuple[str, object]]
+) -> None:
+    data = document()
+    for key, value in corruptions:
+        data["results"][0][key] = value
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))  # NaN and Infinity included, as Python's writer allows
+    try:
+        loaded = load_results(path)
+    except ResultsError as error:
+        assert str(path) in str(error)
+        return
+    (measurement,) = loaded.measurements.values()
+    assert measurement.items_per_call > 0 and math.isfinite(measurement.items_per_call)
+    assert all(SECONDS_RANGE[0] <= s <= SECONDS_RANGE[1] for s in measurement.samples)
+    assert len(measurement.probe_samples) in (0, len(measurement.samples))
+    assert isinstance(measurement.unit, str) and measurement.unit
