@@ -42,10 +42,23 @@ def _load_all(paths: Sequence[Path]) -> list[ResultFile]:
     return [load_results(path) for path in paths]
 
 
-def _write(path: Path | None, text: str) -> None:
-    if path is not None:
+class OutputError(Exception):
+    """An output that cannot be written, or that would overwrite an input."""
+
+
+def _write(path: Path | None, text: str, inputs: Sequence[Path] = ()) -> None:
+    """Write an output; never over a file this command reads, and a failure names the path."""
+    if path is None:
+        return
+    if any(path.resolve() == source.resolve() for source in inputs):
+        raise OutputError(f"{path}: is one of the inputs; this command never modifies what it reads")
+    if path.is_dir():
+        raise OutputError(f"{path}: is a folder; give a file name")
+    try:
         path.write_text(text, encoding="utf-8")
-        print(f"wrote {path}", file=sys.stderr)
+    except OSError as error:
+        raise OutputError(f"{path}: cannot write: {error.strerror or error}") from None
+    print(f"wrote {path}", file=sys.stderr)
 
 
 def cmd_report(options: argparse.Namespace) -> int:
@@ -62,8 +75,8 @@ def cmd_report(options: argparse.Namespace) -> int:
     text = markdown_table(header, rows)
     for table in pivots:
         text += f"\n### By {table.label}\n\n" + markdown_table(*pivot_rows(table))
+    _write(options.markdown, text, options.results)
     print(text)
-    _write(options.markdown, text)
     if options.html is not None:
         sections: list[tuple[str, str, Sequence[str]]] = [("Throughput by device", html_table(header, rows), [])]
         for table in pivots:
@@ -73,7 +86,8 @@ def cmd_report(options: argparse.Namespace) -> int:
             unit = next(f.measurements[key].unit for f in files if key in f.measurements)
             png = plot_png(key[0], {"items/s": values}, column_labels(files), f"{unit}/s", bars=True)
             sections.append((display_name(*key), "", [png]))
-        _write(options.html, html_page("pytest-accel report", sections))
+        written = [options.markdown] if options.markdown else []
+        _write(options.html, html_page("pytest-accel report", sections), [*options.results, *written])
     return 0
 
 
@@ -128,7 +142,8 @@ def cmd_history(options: argparse.Namespace) -> int:
     header = ["test", "nights", "latest items/s", "change points (first night, change, p)"]
     print(markdown_table(header, rows))
     if options.html is not None:
-        _write(options.html, html_page("pytest-accel history", [("Figures", html_table(header, rows), []), *sections]))
+        page = html_page("pytest-accel history", [("Figures", html_table(header, rows), []), *sections])
+        _write(options.html, page, paths)
     return 0
 
 
@@ -137,15 +152,23 @@ def cmd_baselines(options: argparse.Namespace) -> int:
     if options.action == "prune":
         return subprocess.call([sys.executable, "-m", "pytest", "--accel-prune", *options.pytest_args])
     store = BaselineStore(options.root)
+    if options.root.exists() and not options.root.is_dir():
+        raise BaselineError(f"{options.root}: is a file, not a baseline folder")
     if not options.root.is_dir():
         raise BaselineError(f"{options.root}: no such baseline folder")
+    code = 0
     for path in store.files():
-        entries = store.load(*store.identify(path))
+        try:
+            entries = store.load(*store.identify(path))
+        except BaselineError as error:  # name every bad file, and still show the good ones
+            print(f"pytest-accel: {error}", file=sys.stderr)
+            code = 2
+            continue
         print(f"{path}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
         for (test, metric), entry in sorted(entries.items()):
             rate, when = format_rate(entry.items_per_second), entry.provenance.get("date", "?")
             print(f"  {test} [{metric}]: {rate} {entry.unit}/s, {len(entry.run_medians)} run(s), {when}")
-    return 0
+    return code
 
 
 def cmd_ab(options: argparse.Namespace) -> int:
@@ -252,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.pytest_args = passed
     try:
         return int(options.run(options))
-    except (ResultsError, BaselineError) as error:
+    except (ResultsError, BaselineError, OutputError) as error:
         print(f"pytest-accel: {error}", file=sys.stderr)
         return 2
     except ABError as error:

@@ -215,3 +215,60 @@ def test_baselines_show_reads_the_root_it_is_given(
     assert "smoke.json: 1 entry" in capsys.readouterr().out
     assert main(["baselines", "show", "--root", str(tmp_path / "missing")]) == 2
     assert "no such baseline folder" in capsys.readouterr().err
+
+
+def _result_file(tmp_path: Path) -> Path:
+    from pytest_accel.core.measurement import Measurement
+    from pytest_accel.outputs.results import Recorded, results_document
+
+    document = results_document(
+        [Recorded("t.py::test_a", "passed", Measurement("images", 2.0, (0.01, 0.012)), None)],
+        device_kind="cpu", device_key="cpu-k-2c", provenance={}, profile="smoke", world_size=1,
+    )  # fmt: skip
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("option", "target", "message"),
+    [
+        ("--html", "missing/d/r.html", "cannot write: No such file or directory"),
+        ("--html", ".", "is a folder; give a file name"),
+        ("--html", "r.json", "is one of the inputs; this command never modifies what it reads"),
+        ("--markdown", "r.json", "is one of the inputs"),
+    ],
+)
+def test_outputs_that_cannot_be_written_are_named_and_inputs_never_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, target: str, message: str
+) -> None:
+    """Issue 15, case 5."""
+    path = _result_file(tmp_path)
+    before = path.read_text()
+    assert main(["report", str(path), option, str(tmp_path / target)]) == 2
+    assert message in capsys.readouterr().err
+    assert path.read_text() == before
+
+
+def test_history_html_into_a_missing_folder_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _result_file(tmp_path)
+    assert main(["history", str(tmp_path), "--html", str(tmp_path / "no" / "h.html")]) == 2
+    assert "h.html: cannot write" in capsys.readouterr().err
+
+
+def test_baselines_show_names_bad_roots_and_bad_file_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15, case 4: a root that is a file; file and folder names the store would not write."""
+    from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
+
+    (tmp_path / "afile").write_text("")
+    assert main(["baselines", "show", "--root", str(tmp_path / "afile")]) == 2
+    assert "is a file, not a baseline folder" in capsys.readouterr().err
+    root = tmp_path / "root"
+    BaselineStore(root).update("cpu-k-2c", "smoke", 1, [BaselineEntry("t::a", "throughput", "x", 2.0, (0.5,))])
+    (root / "cpu-k-2c" / "smoke-w0.json").write_text("{}")
+    (root / "cpu..x").mkdir()
+    (root / "cpu..x" / "smoke.json").write_text("{}")
+    assert main(["baselines", "show", "--root", str(root)]) == 2
+    out, err = capsys.readouterr()
+    assert "smoke.json: 1 entry" in out  # the good file is still shown
+    assert "smoke-w0.json: not a baseline file name" in err and "cpu..x/smoke.json: not a baseline file name" in err
