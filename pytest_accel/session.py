@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, final
@@ -67,6 +68,7 @@ class AccelSession:
         self.reports = self.world is None or self.world.rank == 0  # only rank 0 prints and writes
         self.coordinator: Coordinator | None = None
         self.recorded: list[Recorded] = []
+        self.write_failures: list[str] = []  # outputs sessionfinish could not write, shown under the table
         self._device: Device | None = None
         self._baselines: dict[tuple[str, str], BaselineEntry] | None = None
         self._gate: Gate | None = None
@@ -268,11 +270,20 @@ class AccelSession:
             terminalreporter.write_line(line)
         for line in verdict_summary(self.recorded, f"{self._key()}/{self.options.profile}", self.options.update):
             terminalreporter.write_line(line)
-        if self.options.json_path is not None:
+        if self.options.json_path is not None and not any("--accel-json" in f for f in self.write_failures):
             terminalreporter.write_line(f"accel: results written to {self.options.json_path}")
+        for failure in self.write_failures:
+            terminalreporter.write_line(failure, red=True)
+        if any("the baselines" in failure for failure in self.write_failures):
+            terminalreporter.write_line("accel: no baseline was changed; the figures above are this run's", red=True)
 
-    def pytest_sessionfinish(self) -> None:
-        """Write ``--accel-json``, ``--accel-markdown`` and, with ``--accel-update``, the baselines."""
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Write ``--accel-json``, ``--accel-markdown`` and, with ``--accel-update``, the baselines.
+
+        An output that cannot be written (a read-only folder, a baseline file corrupted meanwhile)
+        loses nothing else: the others are still written, the table is still printed, the problem
+        is named under it, and the run exits 4 (a usage error: the run's figures stand).
+        """
         if self.coordinator is not None:
             # No rank leaves before every rank has finished its tests: torchrun ends the whole job
             # when the first rank exits, which would cut off the others' reports of a failure.
@@ -282,13 +293,26 @@ class AccelSession:
                 print(f"accel: rank {self.coordinator.world.rank}: {failure}", file=sys.stderr)
         if hasattr(self.config, "workerinput") or not self.reports:
             return
-        if self.options.json_path is not None:
-            self._write_results(self.options.json_path)
+        writers: list[tuple[str, Callable[[], None]]] = []
+        json_path = self.options.json_path
+        if json_path is not None:
+            writers.append((f"--accel-json {json_path}", lambda: self._write_results(json_path)))
         if self.options.markdown_path is not None:
-            title = f"pytest-accel on {self._key()} ({self.options.profile})"
-            self.options.markdown_path.write_text(run_summary_markdown(self.recorded, title))
+            writers.append((f"--accel-markdown {self.options.markdown_path}", self._write_markdown))
         if self.options.update:
-            self._write_baselines()
+            writers.append(("the baselines", self._write_baselines))
+        for what, write in writers:
+            try:
+                write()
+            except (OSError, BaselineError) as error:
+                detail = f"{error.filename}: {error.strerror}" if isinstance(error, OSError) else str(error)
+                self.write_failures.append(f"accel: could not write {what}: {detail}")
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def _write_markdown(self) -> None:
+        assert self.options.markdown_path is not None
+        title = f"pytest-accel on {self._key()} ({self.options.profile})"
+        self.options.markdown_path.write_text(run_summary_markdown(self.recorded, title))
 
     def _write_results(self, path: Path) -> None:
         known = bool(self.recorded) or self._device is not None

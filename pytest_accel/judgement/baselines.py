@@ -259,6 +259,8 @@ def _read(path: Path, device_key: str, profile: str, world_size: int) -> tuple[d
         raw = path.read_bytes()
     except FileNotFoundError:
         return {}, []
+    except OSError as error:  # a folder where the file should be, a file where a folder should, a link loop
+        raise BaselineError(f"{path}: cannot read: {error.strerror or error}") from None
     where = str(path)
     document = _check_header(_decode(raw, where), where, device_key, profile, world_size)
     entries: dict[str, Any] = document["entries"]
