@@ -179,8 +179,52 @@ def test_output_going_nan_during_timing_fails() -> None:
         clock.now += 0.001
         return next(outputs)
 
-    with pytest.raises(MeasurementError, match="last timed call"):
+    where = r"(output of round \d+|warm-up call \d+'s output)"
+    with pytest.raises(MeasurementError, match=where + ": output is not finite"):
         measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
+
+
+def test_a_nan_on_one_warm_up_call_only_fails() -> None:
+    """Issue 15, case 10: every warm-up call's output is checked, not only the first and the last."""
+    clock = FakeClock()
+    calls = [0]
+
+    def fn() -> torch.Tensor:
+        calls[0] += 1
+        clock.now += 0.001
+        return torch.full((2,), math.nan) if calls[0] == 2 else torch.ones(2)
+
+    with pytest.raises(MeasurementError, match="warm-up call 2's output: output is not finite"):
+        measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
+
+
+def test_a_nan_in_one_timed_round_fails_naming_the_round() -> None:
+    clock = FakeClock()
+    calls = [0]
+    nan_at = [-1]
+
+    def fn() -> torch.Tensor:
+        calls[0] += 1
+        clock.now += 0.001
+        return torch.full((2,), math.nan) if calls[0] == nan_at[0] else torch.ones(2)
+
+    clean = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
+    calls[0], nan_at[0] = 0, clean.warmup_calls + 3 * clean.calls_per_round  # the last call of round 3
+    with pytest.raises(MeasurementError, match="the last call's output of round 3: output is not finite"):
+        measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex64"])
+def test_numpy_outputs_are_checked_too(dtype: str) -> None:
+    import numpy
+
+    bad = numpy.array([1.0, math.nan]).astype(dtype)
+    with pytest.raises(MeasurementError, match="not finite"):
+        check_finite(bad, "x")
+    with pytest.raises(MeasurementError, match="not finite"):
+        check_finite(bad[1], "x")  # a numpy scalar
+    check_finite(numpy.array([1, 2]), "integers cannot be NaN")
+    check_finite(numpy.ones(3, dtype=dtype), "finite")
 
 
 @pytest.mark.parametrize("step", [0.0, -0.001, math.nan, math.inf])

@@ -25,7 +25,10 @@ separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_be
     state:     with state probes (a large copy, a random gather: see engine/machine.py), every
                STATE_EVERY-th workload round is also followed by one round of each; the medians of
                all probes are the machine's state during the measurement (Measurement.state)
-    check:     the first and the last outputs are finite; every round time is finite and > 0
+    check:     every warm-up call's output and the last output of every timed round are finite
+               (torch tensors, numpy arrays and scalars, floats, and containers of them), each
+               checked after its timer stopped, so the check costs wall time, never figure time;
+               every round time is finite and > 0
 
 One timer start/stop per round, not per call: on CUDA/HPU the events are recorded back to back
 and the host waits once per round, so launch overhead of the timer itself stays out of the figure.
@@ -117,6 +120,10 @@ def _non_finite(value: Any, path: str) -> str | None:
         if value.is_floating_point() or value.is_complex():
             return None if bool(torch.isfinite(value.detach()).all()) else path
         return None
+    if hasattr(value, "dtype") and hasattr(value, "__array__") and getattr(value.dtype, "kind", "") in ("f", "c"):
+        import numpy
+
+        return None if bool(numpy.isfinite(value).all()) else path
     if isinstance(value, dict):
         for key, item in value.items():
             found = _non_finite(item, f"{path}[{key!r}]")
@@ -150,8 +157,7 @@ def _warm_up(
         output = fn()
         mark_step()
         times.append(_check_duration(timer.stop(), f"warm-up call {len(times) + 1}"))
-        if len(times) == 1:
-            check_finite(output, "the first call's output")
+        check_finite(output, f"warm-up call {len(times)}'s output" if len(times) > 1 else "the first call's output")
         window = times[-config.warmup_window :]
         if len(window) == config.warmup_window:
             centre = median(window)
@@ -240,6 +246,7 @@ def measure(
         reset_peak_memory()  # per workload round: the probe's own allocations stay out of the peak
         output = _timed_round(fn, calls_per_round, timer, mark_step)
         samples.append(_check_duration(timer.stop(), f"round {round_index + 1} of {rounds}") / calls_per_round)
+        check_finite(output, f"the last call's output of round {round_index + 1}")
         round_peak = peak_memory_bytes()
         if round_peak is not None:
             peak = round_peak if peak is None else max(peak, round_peak)
@@ -248,7 +255,6 @@ def measure(
             probe_samples.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
             if round_index % STATE_EVERY == STATE_EVERY - 1:
                 state.sample()
-    check_finite(output, "the last timed call's output")
     machine = state.medians(probe_samples)
     foreign = host_share.stop() if host_share is not None else None
     if foreign is not None:
