@@ -43,6 +43,7 @@ AB_SCHEMA = 1
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED = 0, 1, 2, 125, 130
 LOG_TAIL_LINES = 25
 _SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S+)")
+_NOT_FOUND = re.compile(r"^ERROR: (file or directory not found|not found): ", re.MULTILINE)
 
 
 class ABError(Exception):
@@ -264,9 +265,17 @@ class Track:
         }
 
 
+def _selected_nothing(run: ProcessRun) -> bool:
+    """pytest's exit 4 for a selected file or node id that this tree does not have: no tests, not an error."""
+    if run.returncode != 4:
+        return False
+    log = run.log.read_text(encoding="utf-8", errors="replace")
+    return bool(_NOT_FOUND.search(log))
+
+
 def _usable(run: ProcessRun, side: Side) -> None:
     """Stop the sitting when a side's process failed as a whole (collection, usage, crash)."""
-    if run.returncode in (0, 1, 5):  # fine, some tests failed (judged per test), nothing selected
+    if run.returncode in (0, 1, 5) or _selected_nothing(run):  # fine; failed tests are judged per test
         return
     code = EXIT_USAGE if side.name == "base" else EXIT_INCONCLUSIVE
     what = {2: "was interrupted or could not collect", 3: "hit an internal error", 4: "was called wrongly"}

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import time
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, final
@@ -18,12 +20,17 @@ from typing import Any, final
 import pytest
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.units import format_bytes
+from pytest_accel.core.units import format_bytes, format_seconds
 from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
 from pytest_accel.engine.machine import HostShare, state_probe_bytes, state_probes
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
 from pytest_accel.judgement.gate import Judgement
 from pytest_accel.judgement.verdict import VerdictRecord
+
+# A first measurement taking this many times its budget (measure + warm-up seconds, and over 10 s)
+# is warned about: its calls are too long for the minimum number of rounds.
+SLOW_MEASUREMENT_FACTOR = 20
+SLOW_MEASUREMENT_FLOOR_SECONDS = 10.0
 
 __all__ = ["Judge", "Record", "Throughput"]
 
@@ -147,13 +154,30 @@ class Throughput:
         def take() -> Measurement:
             return self._measure(fn, items, unit, flops, bytes_moved, name, extra, pipelined)
 
-        judgement = self._judge(take(), take)
+        started = time.perf_counter()
+        first = take()
+        self._warn_if_slow(first, time.perf_counter() - started, name)
+        judgement = self._judge(first, take)
         result = judgement.result.reported
         self._feed_benchmark(result)
         result = self._keep(result, judgement.result.record)
         if judgement.failure is not None:
             pytest.fail(judgement.failure, pytrace=False)
         return result
+
+    def _warn_if_slow(self, result: Measurement, seconds: float, name: str) -> None:
+        """A call far longer than the budget makes the minimum rounds take minutes: say why, once."""
+        budget = self._config.measure_seconds + self._config.warmup_max_seconds
+        if seconds > max(SLOW_MEASUREMENT_FACTOR * budget, SLOW_MEASUREMENT_FLOOR_SECONDS):
+            warnings.warn(
+                pytest.PytestWarning(
+                    f"measurement {name!r} took {seconds:.0f} s for a budget of {budget:.1f} s: one call takes"
+                    f" {format_seconds(result.seconds_per_call)}, and at least {self._config.min_rounds} rounds"
+                    f" after {result.warmup_calls} warm-up calls are timed. Give each call less work, or lower"
+                    " min_rounds / warmup_max_seconds in @pytest.mark.perf(...)"
+                ),
+                stacklevel=3,
+            )
 
     def _keep(self, result: Measurement, verdict: VerdictRecord | None) -> Measurement:
         recorded = self._record(result, verdict)

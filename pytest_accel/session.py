@@ -90,6 +90,15 @@ class AccelSession:
                 device = resolve_device(self.options.device, threads, index)
             except DeviceUnavailable as error:
                 raise pytest.UsageError(str(error)) from None
+            cores = os.cpu_count() or 1
+            if device.kind == "cpu" and self.options.cpu_threads and self.options.cpu_threads > cores:
+                self.config.issue_config_time_warning(
+                    pytest.PytestWarning(
+                        f"--accel-cpu-threads {self.options.cpu_threads} is more than this host's {cores} cores:"
+                        " the threads contend for cores, and the figures measure that contention"
+                    ),
+                    stacklevel=2,
+                )
             device.activate()
             self._device = device
             if self.world is not None:
@@ -290,7 +299,10 @@ class AccelSession:
             try:
                 self.coordinator.exchange("session", "finished", "")
             except RankFailure as failure:
+                # Exit non-zero: torchrun then stops the job's other workers (a hung rank would
+                # otherwise keep the job alive as long as it hangs), and the job fails naming the rank.
                 print(f"accel: rank {self.coordinator.world.rank}: {failure}", file=sys.stderr)
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if hasattr(self.config, "workerinput") or not self.reports:
             return
         writers: list[tuple[str, Callable[[], None]]] = []

@@ -90,6 +90,14 @@ def test_a_test_only_the_head_has_is_new_not_an_error(repo: Path) -> None:
     assert_nothing_left(repo)
 
 
+def test_a_test_file_the_base_does_not_have_is_new(repo: Path) -> None:
+    (repo / "test_added.py").write_text(TEST.replace("test_work", "test_added"))
+    done = ab(repo, "--base", "good", "--max-pairs", "3", "--", "test_added.py", "--device", "cpu")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| test_added.py::test_added |" in done.stdout and "| new |" in done.stdout
+    assert_nothing_left(repo)
+
+
 def test_an_unknown_revision_is_a_usage_error(repo: Path) -> None:
     done = ab(repo, "--base", "no-such-rev", *SELECTION)
     assert done.returncode == 2

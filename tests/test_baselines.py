@@ -228,6 +228,18 @@ def test_files_lists_baselines_only(store: BaselineStore) -> None:
     assert store.files() == sorted(paths)
 
 
+def test_a_writer_killed_mid_write_leaves_no_temporary_file_for_long(store: BaselineStore) -> None:
+    """Issue 15: a kill during a write left ``.smoke.json.*.tmp`` files no later run removed."""
+    path = store.update(DEVICE, PROFILE, 1, [entry()])
+    stale = path.parent / f".{path.name}.k1ll3d.tmp"
+    stale.write_bytes(b"{" * 1000)
+    other = path.parent / ".other.json.k1ll3d.tmp"  # another file's: its own writer may be at work
+    other.write_bytes(b"{")
+    store.update(DEVICE, PROFILE, 1, [entry("t::b")])
+    assert not stale.exists() and other.exists()
+    assert set(store.load(DEVICE, PROFILE)) == {(TEST, "throughput"), ("t::b", "throughput")}
+
+
 # --- corrupt files ---
 
 

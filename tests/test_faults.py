@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -89,3 +90,39 @@ def test_a_baseline_corrupted_during_the_run_is_not_overwritten(perf_pytester: p
         ["*accel measurements*", f"*could not write the baselines: {path}: invalid JSON at line 1*"]
     )
     assert path.read_text() == '{"schema": 1, "entr'  # left as found, for a person to look at
+
+
+def test_benchmark_disable_writes_strict_json(perf_pytester: pytest.Pytester) -> None:
+    """Issue 15: bare NaN figures made --accel-json unreadable to strict JSON parsers."""
+    perf_pytester.makepyfile(test_small=TWO_TESTS)
+    result = perf_pytester.runpytest("--device", "cpu", "--benchmark-disable", "--accel-json", "r.json", *FAST_OPTIONS)
+    result.assert_outcomes(passed=2)
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in --accel-json")
+
+    document = json.loads((perf_pytester.path / "r.json").read_text(), parse_constant=refuse)
+    assert document["results"][0]["figures"]["items_per_second"] is None
+
+
+def test_a_call_far_longer_than_the_budget_is_warned_about(
+    perf_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytest_accel.fixture as fixture
+
+    monkeypatch.setattr(fixture, "SLOW_MEASUREMENT_FLOOR_SECONDS", 0.5)
+    monkeypatch.setattr(fixture, "SLOW_MEASUREMENT_FACTOR", 1)
+    perf_pytester.makepyfile(
+        test_slow="import time\n\ndef test_nap(throughput):\n"
+        "    throughput(lambda: time.sleep(0.05), items=1, unit='naps')\n"
+    )
+    result = perf_pytester.runpytest_inprocess("--device", "cpu", *FAST_OPTIONS)
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*measurement 'throughput' took * s for a budget of * s: one call takes * ms*"])
+
+
+def test_more_cpu_threads_than_cores_is_warned_about(perf_pytester: pytest.Pytester) -> None:
+    perf_pytester.makepyfile(test_small=TWO_TESTS)
+    result = perf_pytester.runpytest("--device", "cpu", "--accel-cpu-threads", "999", "-k", "test_a", *FAST_OPTIONS)
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines([f"*--accel-cpu-threads 999 is more than this host's {os.cpu_count()} cores*"])

@@ -37,6 +37,17 @@ def test_rank_one_dies(throughput):
     throughput(lambda: time.sleep(0.001), items=1, unit="calls")
 """
 
+HUNG = """
+import os, time
+
+def test_measured(throughput):
+    throughput(lambda: time.sleep(0.001), items=1, unit="calls")
+
+def test_rank_one_hangs_after():
+    if os.environ["RANK"] == "1":
+        time.sleep(600)
+"""
+
 
 def torchrun(folder: Path, test_file: str, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     """``torchrun --standalone --nproc-per-node 2 -m pytest <file> ...`` in ``folder``."""
@@ -84,6 +95,17 @@ def test_a_killed_rank_ends_the_job_and_leaves_no_worker(tmp_path: Path) -> None
     assert ran.returncode != 0
     assert time.monotonic() - started < 120
     assert "exitcode" in ran.stderr or "rank(s) [1] did not reach" in ran.stdout
+    leftover = subprocess.run(["pgrep", "-f", "pytest test_job.py"], capture_output=True, text=True).stdout.split()
+    assert not leftover, f"processes of the job survived: {leftover}"
+
+
+def test_a_rank_hung_in_a_later_test_ends_the_job_non_zero_naming_it(tmp_path: Path) -> None:
+    """Issue 15, case 12: rank 0 waits accel_rank_timeout_seconds (20 s here) at the end, then fails the job."""
+    started = time.monotonic()
+    ran = torchrun(tmp_path, HUNG, timeout=300)
+    assert ran.returncode != 0, ran.stdout[-2000:]
+    assert time.monotonic() - started < 120  # not the hung rank's 600 s
+    assert "rank(s) [1] did not reach 'finished' within 20 s" in ran.stdout + ran.stderr
     leftover = subprocess.run(["pgrep", "-f", "pytest test_job.py"], capture_output=True, text=True).stdout.split()
     assert not leftover, f"processes of the job survived: {leftover}"
 

@@ -110,13 +110,15 @@ class Measurement:
         data["probe_samples"] = list(self.probe_samples)
         data["extra"] = dict(self.extra)
         data["state"] = dict(self.state)
-        data["figures"] = {
+        figures = {
             "items_per_second": self.items_per_second,
             "seconds_per_call": self.seconds_per_call,
             "spread": self.spread,
             "tflops": self.tflops,
             "bytes_per_second": self.bytes_per_second,
         }
+        # null, not NaN, for a figure that does not exist (timing disabled): strict JSON has no NaN
+        data["figures"] = {k: v if v is None or math.isfinite(v) else None for k, v in figures.items()}
         return data
 
     @classmethod

@@ -321,6 +321,11 @@ def _locked(path: Path) -> Iterator[None]:
     lock = os.open(path.parent / f".{path.stem}.lock", os.O_RDWR | os.O_CREAT, 0o666)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        # Every writer of this file holds this lock: a temporary file of it found now was left by a
+        # writer that was killed mid-write. Remove it, or they pile up (a large file each time).
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):
+            with suppress(FileNotFoundError):
+                stale.unlink()
         yield
     finally:
         os.close(lock)  # closing releases the lock

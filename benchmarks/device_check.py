@@ -1,0 +1,430 @@
+"""One prepared accelerator check: does pytest-accel measure a real device right? (issue 16)
+
+On a CUDA machine, from the repository root (the wheels of ``benchmarks/device_wheels.txt`` in
+``.whl/``; no network needed, the machine's torch untouched):
+
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl; \\
+    PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 python3 benchmarks/device_check.py --device cuda --out $OUT/check
+
+CPU dry mode (tiny sizes, what CI runs so the script cannot rot):
+
+    python benchmarks/device_check.py --device cpu --out /tmp/check
+
+Writes ``device_check.json`` and ``device_check.md`` to ``--out``, section by section (a section
+that fails or runs out of ``--budget-minutes`` is recorded as such and the others still run):
+
+1. timing: the ``throughput`` fixture's figure (a real pytest run) against
+   ``triton.testing.do_bench`` (CUDA only; it flushes L2) and ``torch.utils.benchmark.Timer`` on
+   kernels from ~20 us to ~50 ms (bf16 matmul 8192^3, SDPA at the SD3 1024^2 joint shape, a
+   layernorm, a small elementwise add);
+2. peaks: the measured bf16 matmul and copy peaks against the datasheet;
+3. suite: a sized subset of ``perf_tests`` (``--accel-profile full`` on a device, ``smoke`` dry),
+   a +20% allocation that the memory gate must fail, an oversized allocation that must fail its
+   own test only;
+4. sensitivity: A/A runs and injected 2% and 5% slowdowns (every 50th / 20th call repeated) of
+   two kernels, against a baseline of two recordings; false alarms and catches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "perf_tests")]
+
+# Per device: kernel name -> sizes. Dry sizes keep the CPU run to seconds.
+SIZES = {
+    "cuda": {"matmul": 8192, "sdpa": (2, 24, 4096 + 333, 64), "layernorm": (16384, 1536), "add": 1 << 20},
+    "cpu": {"matmul": 256, "sdpa": (1, 4, 256, 64), "layernorm": (1024, 256), "add": 1 << 14},
+}
+SUITE_SUBSET = (
+    "(test_attention_forward and (sd3-1024px-b16 or llama70b-prefill-4096 or sd3-256px-b2 or llama70b-prefill-128))"
+    " or (test_joint_block and 1024 and sdpa and not math) or (test_joint_block and 256 and sdpa and not math)"
+    " or (test_train_step and 16 and sdpa and not math) or test_inference_30_steps or test_llm"
+    " or (test_data_path and device)"
+)
+INJECTED = {"A/A": 0, "2% slower": 50, "5% slower": 20}  # repeat every k-th call (0: never)
+
+TEST_FILE = """
+import os, sys
+sys.path.insert(0, {benchmarks!r})
+import pytest
+from device_check import build_kernel
+
+REPEAT_EVERY = int(os.environ.get("DEVICE_CHECK_REPEAT_EVERY", "0"))
+EXTRA_BYTES = int(os.environ.get("DEVICE_CHECK_EXTRA_BYTES", "0"))
+
+
+@pytest.mark.parametrize("name", {names!r})
+def test_kernel(throughput, accel_device, name):
+    fn, flops = build_kernel(name, accel_device.kind, accel_device.torch_device())
+    calls = [0]
+
+    def slowed():
+        calls[0] += 1
+        if REPEAT_EVERY and calls[0] % REPEAT_EVERY == 0:
+            fn()
+        return fn()
+
+    throughput(slowed, items=1, unit="calls", flops=flops)
+
+
+def test_allocation(throughput, accel_device):
+    import torch
+    base = torch.ones(1 << 24, device=accel_device.torch_device())
+    extra = torch.ones(EXTRA_BYTES // 4 + 1, device=accel_device.torch_device())
+    throughput(lambda: (base * 2, extra * 2), items=1, unit="calls")
+
+
+def test_oversized_allocation(throughput, accel_device):
+    import torch
+    huge = 1 << 50 if accel_device.kind != "cpu" else 1 << 62
+    throughput(lambda: torch.empty(huge, dtype=torch.uint8, device=accel_device.torch_device()), items=1, unit="calls")
+"""
+
+
+def build_kernel(name: str, kind: str, device: Any) -> tuple[Callable[[], Any], float]:
+    """(callable, FLOPs per call) of one check kernel, on ``device``."""
+    import torch
+    import torch.nn.functional as F
+
+    sizes = SIZES["cpu" if kind == "cpu" else "cuda"]
+    dtype = torch.float32 if kind == "cpu" else torch.bfloat16
+    g = torch.Generator().manual_seed(0)
+    if name == "matmul":
+        n = sizes["matmul"]
+        a = torch.randn(n, n, generator=g).to(device, dtype)
+        return (lambda: a @ a), 2.0 * n**3
+    if name == "sdpa":
+        b, h, s, d = sizes["sdpa"]
+        q, k, v = (torch.randn(b, h, s, d, generator=g).to(device, dtype) for _ in range(3))
+        return (lambda: F.scaled_dot_product_attention(q, k, v)), 4.0 * b * h * s * s * d
+    if name == "layernorm":
+        rows, width = sizes["layernorm"]
+        x = torch.randn(rows, width, generator=g).to(device, dtype)
+        return (lambda: F.layer_norm(x, (width,))), 5.0 * rows * width
+    if name == "add":
+        x = torch.randn(sizes["add"], generator=g).to(device, dtype)
+        return (lambda: x + 1.0), float(sizes["add"])
+    raise ValueError(f"unknown kernel {name!r}")
+
+
+def _pytest_command(device: str) -> list[str]:
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--device", device]
+    installed = any(e.value.startswith("pytest_accel") for e in importlib.metadata.entry_points(group="pytest11"))
+    return command if installed else [*command, "-p", "pytest_accel.plugin"]  # run from the tree, not installed
+
+
+def _run(command: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None) -> dict[str, Any]:
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            command, cwd=cwd, capture_output=True, text=True, timeout=max(timeout, 1), env={**os.environ, **(env or {})}
+        )
+    except subprocess.TimeoutExpired:
+        return {"returncode": None, "seconds": time.monotonic() - started, "tail": "timed out"}
+    tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
+    return {"returncode": done.returncode, "seconds": time.monotonic() - started, "tail": tail}
+
+
+def _results(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.exists():
+        return {}
+    return {entry["test"]: entry for entry in json.loads(path.read_text())["results"]}
+
+
+class Check:
+    def __init__(self, device: str, out: Path, budget_minutes: float) -> None:
+        self.device, self.out, self.deadline = device, out, time.monotonic() + budget_minutes * 60
+        self.scratch = Path(tempfile.mkdtemp(prefix="device-check-"))
+        names = list(SIZES["cpu"])
+        (self.scratch / "test_check.py").write_text(TEST_FILE.format(benchmarks=str(ROOT / "benchmarks"), names=names))
+        (self.scratch / "pytest.ini").write_text("[pytest]\n")
+        self.report: dict[str, Any] = {"device": device, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def section(self, name: str, minimum_seconds: float, body: Callable[[], Any]) -> None:
+        if self.left() < minimum_seconds:
+            self.report[name] = {"skipped": f"budget: {self.left():.0f} s left, needs {minimum_seconds:.0f} s"}
+        else:
+            started = time.monotonic()
+            try:
+                self.report[name] = body()
+            except Exception as error:  # a broken section is a finding, not the end of the check
+                self.report[name] = {"error": f"{type(error).__name__}: {error}"}
+            print(f"device_check: {name} done in {time.monotonic() - started:.0f} s", flush=True)
+        self.save()
+
+    def save(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "device_check.json").write_text(json.dumps(self.report, indent=1, default=str) + "\n")
+        (self.out / "device_check.md").write_text(markdown(self.report))
+
+    # --- sections ---------------------------------------------------------------------------
+
+    def environment(self) -> dict[str, Any]:
+        from pytest_accel.engine.devices import resolve_device
+
+        device = resolve_device(self.device)
+        return {"key": device.key(), "provenance": device.provenance(), "python": sys.version.split()[0]}
+
+    def timing(self) -> dict[str, Any]:
+        import torch
+        import torch.utils.benchmark as benchmark
+
+        result_file = self.scratch / "timing.json"
+        ran = _run(
+            [
+                *_pytest_command(self.device),
+                "test_check.py",
+                "-k",
+                "test_kernel",
+                "--accel-json",
+                str(result_file),
+                "--accel-baselines",
+                str(self.scratch / "none"),
+            ],
+            self.scratch,
+            self.left() - 60,
+        )
+        ours = _results(result_file)
+        torch_device = "cuda" if self.device == "cuda" else "cpu"
+        rows = {}
+        for name in SIZES["cpu"]:
+            fn, _ = build_kernel(name, self.device, torch_device)
+            timer = benchmark.Timer(stmt="fn()", globals={"fn": fn})
+            reference = timer.blocked_autorange(min_run_time=1.0).median
+            do_bench = None
+            if self.device == "cuda":
+                import triton.testing
+
+                do_bench = triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median") / 1e3
+            entry = ours.get(f"test_check.py::test_kernel[{name}]")
+            figure = entry["figures"]["seconds_per_call"] if entry else None
+            rows[name] = {
+                "fixture_seconds": figure,
+                "torch_timer_seconds": reference,
+                "do_bench_seconds": do_bench,
+                "fixture_vs_timer": None if figure is None else figure / reference - 1,
+                "fixture_vs_do_bench": None if figure is None or do_bench is None else figure / do_bench - 1,
+            }
+            del fn
+            if self.device == "cuda":
+                torch.cuda.empty_cache()
+        return {"pytest": ran, "kernels": rows}
+
+    def peaks(self) -> dict[str, Any]:
+        from pytest_accel.engine.devices import resolve_device
+        from pytest_accel.engine.machine import datasheet_peak, measure_peak
+
+        device = resolve_device(self.device)
+        device.activate()
+        measured = measure_peak(device)
+        sheet = datasheet_peak(device.key())
+        return {
+            "measured_tflops": measured.tflops,
+            "measured_copy_gb_per_s": measured.bytes_per_second / 1e9,
+            "datasheet_tflops_bf16": None if sheet is None else sheet.tflops_bf16,
+            "datasheet_memory_gb_per_s": None if sheet is None else sheet.memory_gbps,
+        }
+
+    def suite(self) -> dict[str, Any]:
+        profile = "smoke" if self.device == "cpu" else "full"
+        result_file = self.scratch / "suite.json"
+        ran = _run(
+            [
+                *_pytest_command(self.device),
+                "perf_tests",
+                "--accel-profile",
+                profile,
+                "-k",
+                SUITE_SUBSET,
+                "--accel-json",
+                str(result_file),
+                "--accel-baselines",
+                str(self.scratch / "suite-baselines"),
+                "-q",
+            ],
+            ROOT,
+            self.left() - 90,
+        )
+        figures = {
+            test: {
+                "items_per_second": entry["figures"]["items_per_second"],
+                "unit": entry["unit"],
+                "tflops": entry["figures"]["tflops"],
+                "peak_memory_bytes": entry["peak_memory_bytes"],
+                "percent_of_measured_peak": entry["extra"].get("percent_of_measured_tflops"),
+            }
+            for test, entry in _results(result_file).items()
+        }
+        memory = self._memory_gate()
+        oversized = _run(
+            [
+                *_pytest_command(self.device),
+                "test_check.py",
+                "-k",
+                "oversized or kernel and add",
+                "--accel-baselines",
+                str(self.scratch / "none"),
+            ],
+            self.scratch,
+            min(120, self.left()),
+        )
+        return {
+            "pytest": ran,
+            "figures": figures,
+            "memory_gate_fails_a_20_percent_allocation": memory,
+            "oversized_allocation_fails_only_its_test": oversized["returncode"] == 1
+            and "1 failed, 1 passed" in oversized["tail"],
+            "oversized_tail": oversized["tail"],
+        }
+
+    def _memory_gate(self) -> dict[str, Any]:
+        baselines = str(self.scratch / "memory-baselines")
+        command = [
+            *_pytest_command(self.device),
+            "test_check.py",
+            "-k",
+            "test_allocation",
+            "--accel-baselines",
+            baselines,
+        ]
+        recorded = _run([*command, "--accel-update"], self.scratch, 120)
+        grown = _run(command, self.scratch, 120, {"DEVICE_CHECK_EXTRA_BYTES": str((1 << 24) * 4 // 5)})
+        return {
+            "recorded": recorded["returncode"],
+            "grown_returncode": grown["returncode"],
+            "failed_on_memory": grown["returncode"] == 1 and "memory" in grown["tail"],
+            "tail": grown["tail"],
+        }
+
+    def sensitivity(self, runs: int) -> dict[str, Any]:
+        baselines = str(self.scratch / "sensitivity-baselines")
+        selection = ["test_check.py", "-k", "kernel and (matmul or sdpa)", "--accel-baselines", baselines]
+        command = [*_pytest_command(self.device), *selection]
+        for _ in range(2):
+            _run([*command, "--accel-update"], self.scratch, 180)
+        rows: dict[str, list[dict[str, Any]]] = {}
+        for index in range(runs):
+            for scenario, every in INJECTED.items():  # interleaved: drift hits every scenario alike
+                if self.left() < 60:
+                    break
+                result_file = self.scratch / f"sens-{every}-{index}.json"
+                _run(
+                    [*command, "--accel-json", str(result_file)],
+                    self.scratch,
+                    180,
+                    {"DEVICE_CHECK_REPEAT_EVERY": str(every)},
+                )
+                for test, entry in _results(result_file).items():
+                    verdict = entry.get("verdict") or {}
+                    rows.setdefault(scenario, []).append(
+                        {
+                            "test": test,
+                            "outcome": verdict.get("outcome"),
+                            "ratio": verdict.get("time", {}).get("ratio"),
+                            "sees": verdict.get("time", {}).get("detectable"),
+                        }
+                    )
+        return {
+            scenario: {
+                "verdicts": len(items),
+                "regressed": sum(i["outcome"] == "regressed" for i in items),
+                "noisy": sum(i["outcome"] == "noisy" for i in items),
+                "items": items,
+            }
+            for scenario, items in rows.items()
+        }
+
+
+def _percent(value: object) -> str:
+    return "-" if value is None else f"{float(value) * 100:+.1f}%"  # type: ignore[arg-type]
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"# pytest-accel device check: {report['device']} ({report['started']})", ""]
+    env = report.get("environment", {})
+    if "key" in env:
+        lines += [f"device key `{env['key']}`, torch {env['provenance'].get('torch', '?')}", ""]
+    timing = report.get("timing", {})
+    if "kernels" in timing:
+        lines += [
+            "## Timing agreement",
+            "",
+            "| kernel | fixture | torch Timer | do_bench | fixture vs Timer | vs do_bench |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, row in timing["kernels"].items():
+            cells = [
+                f"{row[k] * 1e6:.1f} us" if row[k] else "-"
+                for k in ("fixture_seconds", "torch_timer_seconds", "do_bench_seconds")
+            ]
+            lines.append(
+                f"| {name} | {' | '.join(cells)} | {_percent(row['fixture_vs_timer'])} |"
+                f" {_percent(row['fixture_vs_do_bench'])} |"
+            )
+        lines.append("")
+    for name in ("peaks",):
+        if name in report:
+            lines += [f"## {name}", "", "```", json.dumps(report[name], indent=1, default=str), "```", ""]
+    suite = report.get("suite", {})
+    if "figures" in suite:
+        lines += ["## Suite subset", "", "| test | throughput | TFLOP/s | peak memory |", "|---|---|---|---|"]
+        for test, row in suite["figures"].items():
+            rate = row["items_per_second"]
+            lines.append(
+                f"| {test} | {rate:.4g} {row['unit']}/s | {row['tflops'] or '-'} | {row['peak_memory_bytes']} |"
+                if rate
+                else f"| {test} | - | - | - |"
+            )
+        lines += [
+            "",
+            f"memory gate fails a +20% allocation: {suite['memory_gate_fails_a_20_percent_allocation']}",
+            f"oversized allocation fails its test only: {suite['oversized_allocation_fails_only_its_test']}",
+            "",
+        ]
+    sens = report.get("sensitivity", {})
+    if sens and "error" not in sens and "skipped" not in sens:
+        lines += ["## Sensitivity", "", "| scenario | verdicts | regressed | noisy |", "|---|---|---|---|"]
+        for scenario, row in sens.items():
+            lines.append(f"| {scenario} | {row['verdicts']} | {row['regressed']} | {row['noisy']} |")
+        lines.append("")
+    for name, value in report.items():
+        if isinstance(value, dict) and ("error" in value or "skipped" in value):
+            lines.append(f"- {name}: {value.get('error') or value.get('skipped')}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cuda", "cpu"], required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--budget-minutes", type=float, default=8.0)
+    parser.add_argument("--sensitivity-runs", type=int, default=3)
+    options = parser.parse_args()
+    check = Check(options.device, options.out, options.budget_minutes)
+    check.section("environment", 5, check.environment)
+    check.section("timing", 60, check.timing)
+    check.section("peaks", 20, check.peaks)
+    check.section("suite", 120, check.suite)
+    check.section("sensitivity", 90, lambda: check.sensitivity(options.sensitivity_runs))
+    print((options.out / "device_check.md").read_text())
+    broken = [name for name, value in check.report.items() if isinstance(value, dict) and "error" in value]
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
