@@ -375,7 +375,8 @@ class Sitting:
             if not self.tracks:
                 raise ABError("the selection measured nothing on either side (no test called throughput)")
             if not pending:
-                self.stop_reason = "every test decided"
+                hit_limit = any(t.verdict.outcome is PairedOutcome.INCONCLUSIVE for t in self.tracks.values())
+                self.stop_reason = f"--max-pairs {plan.max_pairs} reached" if hit_limit else "every test decided"
                 return
             if self.pairs >= plan.max_pairs:
                 self.stop_reason = f"--max-pairs {plan.max_pairs} reached"

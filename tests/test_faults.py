@@ -116,7 +116,8 @@ def test_a_call_far_longer_than_the_budget_is_warned_about(
         test_slow="import time\n\ndef test_nap(throughput):\n"
         "    throughput(lambda: time.sleep(0.05), items=1, unit='naps')\n"
     )
-    result = perf_pytester.runpytest_inprocess("--device", "cpu", *FAST_OPTIONS)
+    # -W default: this project's own "warnings are errors" must not leak into the inner run
+    result = perf_pytester.runpytest_inprocess("--device", "cpu", "-W", "default", *FAST_OPTIONS)
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*measurement 'throughput' took * s for a budget of * s: one call takes * ms*"])
 
