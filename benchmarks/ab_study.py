@@ -130,20 +130,25 @@ def simulate(options: argparse.Namespace) -> None:
     plan = SequentialPlan()
     rng = random.Random(1)
     print(f"default plan: tolerance {plan.tolerance:.0%}, alpha {plan.alpha}, looks {plan.looks}\n")
-    print("| condition | test | recorded pairs | per-pair SD | slowdown | regressed | unchanged | improved |"
+    print("| condition | test | recorded pairs | mean | per-pair SD | slowdown | regressed | unchanged | improved |"
           " inconclusive | median pairs to a verdict |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for condition in sorted({row["condition"] for row in rows}):
         for test in sorted({row["test"] for row in rows if row["condition"] == condition}):
             pool = [x for r in rows if r["condition"] == condition and r["test"] == test for x in r["log_ratios"]]
-            sd = (sum((x - sum(pool) / len(pool)) ** 2 for x in pool) / (len(pool) - 1)) ** 0.5
+            mean = sum(pool) / len(pool)
+            sd = (sum((x - mean) ** 2 for x in pool) / (len(pool) - 1)) ** 0.5
+            centred = [x - mean for x in pool]
             for slowdown in (0.0, 0.05, 0.10, 0.25):
+                # A/A: the pairs as recorded, their own small bias included. A slowdown: the pairs
+                # centred, then shifted, so that the true ratio is exactly 1 + slowdown.
+                source = pool if slowdown == 0 else centred
                 counts = {outcome: 0 for outcome in PairedOutcome}
                 pairs_taken = []
                 for _ in range(options.sequences):
                     ratios: list[float] = []
                     while True:
-                        ratios.append(rng.choice(pool) + math.log1p(slowdown))
+                        ratios.append(rng.choice(source) + math.log1p(slowdown))
                         last = len(ratios) >= plan.max_pairs
                         verdict = judge_pairs(ratios, plan, last=last)
                         if verdict.outcome is not PairedOutcome.PENDING:
@@ -153,7 +158,8 @@ def simulate(options: argparse.Namespace) -> None:
                 pairs_taken.sort()
                 n = options.sequences
                 print(
-                    f"| {condition} | {test.split('::')[-1]} | {len(pool)} | {sd:.1%} | {slowdown:.0%} |"
+                    f"| {condition} | {test.split('::')[-1]} | {len(pool)} | {math.expm1(mean):+.1%} | {sd:.1%} |"
+                    f" {'as recorded (A/A)' if slowdown == 0 else f'{slowdown:.0%}'} |"
                     f" {counts[PairedOutcome.REGRESSED] / n:.2%} | {counts[PairedOutcome.UNCHANGED] / n:.1%} |"
                     f" {counts[PairedOutcome.IMPROVED] / n:.2%} | {counts[PairedOutcome.INCONCLUSIVE] / n:.1%} |"
                     f" {pairs_taken[n // 2]} |"

@@ -53,6 +53,8 @@ SUITE_SUBSET = (
     " or (test_train_step and 16 and sdpa and not math) or test_inference_30_steps or test_llm"
     " or (test_data_path and device)"
 )
+# The dry run keeps the CPU job short: one attention kernel, one LLM decode, one data path.
+SUITE_SUBSET_DRY = "(test_attention_forward and sd3-128px-b2 and sdpa-math) or (test_llm_generation and 1)"
 INJECTED = {"A/A": 0, "2% slower": 50, "5% slower": 20}  # repeat every k-th call (0: never)
 
 TEST_FILE = """
@@ -250,7 +252,7 @@ class Check:
                 "--accel-profile",
                 profile,
                 "-k",
-                SUITE_SUBSET,
+                SUITE_SUBSET_DRY if self.device == "cpu" else SUITE_SUBSET,
                 "--accel-json",
                 str(result_file),
                 "--accel-baselines",
