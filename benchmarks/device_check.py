@@ -388,13 +388,19 @@ def markdown(report: dict[str, Any]) -> str:
         for test, row in suite["figures"].items():
             rate = row["items_per_second"]
             lines.append(
-                f"| {test} | {rate:.4g} {row['unit']}/s | {row['tflops'] or '-'} | {row['peak_memory_bytes']} |"
+                f"| {test} | {rate:.4g} {row['unit']}/s | {row['tflops'] or 0:.4g} | {row['peak_memory_bytes']} |"
                 if rate
                 else f"| {test} | - | - | - |"
             )
         lines += [
             "",
-            f"memory gate fails a +20% allocation: {suite['memory_gate_fails_a_20_percent_allocation']}",
+            "memory gate fails a +20% allocation: "
+            + str(suite["memory_gate_fails_a_20_percent_allocation"].get("failed_on_memory"))
+            + (
+                " (expected False on the CPU: peak RSS is not gated, only exact allocator counters)"
+                if report["device"] == "cpu"
+                else ""
+            ),
             f"oversized allocation fails its test only: {suite['oversized_allocation_fails_only_its_test']}",
             "",
         ]

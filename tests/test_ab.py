@@ -98,6 +98,16 @@ def test_a_test_file_the_base_does_not_have_is_new(repo: Path) -> None:
     assert_nothing_left(repo)
 
 
+def test_base_python_runs_the_same_tree_with_another_interpreter(repo: Path) -> None:
+    """Here the "other" interpreter is this one: an A/A sitting, labelled with the interpreters."""
+    done = ab(repo, "--base-python", sys.executable, "--tolerance", "0.5", "--max-pairs", "3", *SELECTION)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"with {sys.executable}" in done.stdout and "| unchanged |" in done.stdout
+    comparison = json.loads((repo / ".pytest-accel-ab" / "comparison.json").read_text())
+    assert comparison["base"]["root"] == comparison["head"]["root"]  # one tree, no worktree
+    assert_nothing_left(repo)
+
+
 def test_an_unknown_revision_is_a_usage_error(repo: Path) -> None:
     done = ab(repo, "--base", "no-such-rev", *SELECTION)
     assert done.returncode == 2
