@@ -19,6 +19,7 @@ from typing import Any, final
 
 import pytest
 
+from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.units import format_bytes, format_seconds
 from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
@@ -170,7 +171,7 @@ class Throughput:
         budget = self._config.measure_seconds + self._config.warmup_max_seconds
         if seconds > max(SLOW_MEASUREMENT_FACTOR * budget, SLOW_MEASUREMENT_FLOOR_SECONDS):
             warnings.warn(
-                pytest.PytestWarning(
+                AccelAdvice(
                     f"measurement {name!r} took {seconds:.0f} s for a budget of {budget:.1f} s: one call takes"
                     f" {format_seconds(result.seconds_per_call)}, and at least {self._config.min_rounds} rounds"
                     f" after {result.warmup_calls} warm-up calls are timed. Give each call less work, or lower"

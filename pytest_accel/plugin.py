@@ -178,6 +178,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"perf(**settings): a performance test; settings override the ini for this test ({', '.join(MARKER_SETTINGS)})",
     )
+    # Advice (a call far longer than the budget, more threads than cores) is shown, never an error,
+    # also in projects that turn warnings into errors: it must not fail a nightly's long step.
+    config.addinivalue_line("filterwarnings", "default::pytest_accel.core.advice.AccelAdvice")
     from pytest_accel.session import AccelSession
 
     session = AccelSession(config)

@@ -17,6 +17,7 @@ from typing import Any, final
 
 import pytest
 
+from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
 from pytest_accel.engine.devices.base import Device, RegionTimer
@@ -93,7 +94,7 @@ class AccelSession:
             cores = os.cpu_count() or 1
             if device.kind == "cpu" and self.options.cpu_threads and self.options.cpu_threads > cores:
                 self.config.issue_config_time_warning(
-                    pytest.PytestWarning(
+                    AccelAdvice(
                         f"--accel-cpu-threads {self.options.cpu_threads} is more than this host's {cores} cores:"
                         " the threads contend for cores, and the figures measure that contention"
                     ),

@@ -116,14 +116,16 @@ def test_a_call_far_longer_than_the_budget_is_warned_about(
         test_slow="import time\n\ndef test_nap(throughput):\n"
         "    throughput(lambda: time.sleep(0.05), items=1, unit='naps')\n"
     )
-    # -W default: this project's own "warnings are errors" must not leak into the inner run
-    result = perf_pytester.runpytest_inprocess("--device", "cpu", "-W", "default", *FAST_OPTIONS)
+    # advice, never an error: also where the project makes warnings errors (as this one does)
+    result = perf_pytester.runpytest_inprocess("--device", "cpu", "-o", "filterwarnings=error", *FAST_OPTIONS)
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*measurement 'throughput' took * s for a budget of * s: one call takes * ms*"])
 
 
 def test_more_cpu_threads_than_cores_is_warned_about(perf_pytester: pytest.Pytester) -> None:
     perf_pytester.makepyfile(test_small=TWO_TESTS)
-    result = perf_pytester.runpytest("--device", "cpu", "--accel-cpu-threads", "999", "-k", "test_a", *FAST_OPTIONS)
+    result = perf_pytester.runpytest(
+        "--device", "cpu", "--accel-cpu-threads", "999", "-k", "test_a", "-o", "filterwarnings=error", *FAST_OPTIONS
+    )
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines([f"*--accel-cpu-threads 999 is more than this host's {os.cpu_count()} cores*"])
