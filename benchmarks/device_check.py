@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import importlib.util
 import json
 import os
 import subprocess
@@ -121,22 +122,46 @@ def build_kernel(name: str, kind: str, device: Any) -> tuple[Callable[[], Any], 
     raise ValueError(f"unknown kernel {name!r}")
 
 
+def _has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
 def _pytest_command(device: str) -> list[str]:
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--device", device]
     installed = any(e.value.startswith("pytest_accel") for e in importlib.metadata.entry_points(group="pytest11"))
     return command if installed else [*command, "-p", "pytest_accel.plugin"]  # run from the tree, not installed
 
 
-def _run(command: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None) -> dict[str, Any]:
+def _run(
+    command: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None, log: Path | None = None
+) -> dict[str, Any]:
     started = time.monotonic()
     try:
         done = subprocess.run(
             command, cwd=cwd, capture_output=True, text=True, timeout=max(timeout, 1), env={**os.environ, **(env or {})}
         )
-    except subprocess.TimeoutExpired:
-        return {"returncode": None, "seconds": time.monotonic() - started, "tail": "timed out"}
+    except subprocess.TimeoutExpired as expired:  # keep what it printed: which test it was in is the finding
+        printed = "".join(_text(part) for part in (expired.stdout, expired.stderr))
+        _keep_log(log, printed)
+        tail = "\n".join(printed.splitlines()[-15:])
+        return {
+            "returncode": None,
+            "seconds": time.monotonic() - started,
+            "tail": f"timed out after {timeout:.0f} s\n{tail}",
+        }
+    _keep_log(log, done.stdout + done.stderr)
     tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
     return {"returncode": done.returncode, "seconds": time.monotonic() - started, "tail": tail}
+
+
+def _text(part: str | bytes | None) -> str:
+    return part.decode(errors="replace") if isinstance(part, bytes) else part or ""
+
+
+def _keep_log(log: Path | None, text: str) -> None:
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(text)
 
 
 def _results(path: Path) -> dict[str, dict[str, Any]]:
@@ -242,9 +267,12 @@ class Check:
             "datasheet_memory_gb_per_s": None if sheet is None else sheet.memory_gbps,
         }
 
-    def suite(self) -> dict[str, Any]:
+    def suite(self, subset: str | None = None, test_timeout: float = 0) -> dict[str, Any]:
         profile = "smoke" if self.device == "cpu" else "full"
         result_file = self.scratch / "suite.json"
+        # A per-test timeout (pytest-timeout, where installed) turns one test that outlasts the budget into one
+        # failed row with its stack, instead of a suite that times out whole and says nothing.
+        limit = ["-p", "timeout", f"--timeout={test_timeout:.0f}"] if test_timeout and _has("pytest_timeout") else []
         ran = _run(
             [
                 *_pytest_command(self.device),
@@ -252,15 +280,18 @@ class Check:
                 "--accel-profile",
                 profile,
                 "-k",
-                SUITE_SUBSET_DRY if self.device == "cpu" else SUITE_SUBSET,
+                subset or (SUITE_SUBSET_DRY if self.device == "cpu" else SUITE_SUBSET),
                 "--accel-json",
                 str(result_file),
                 "--accel-baselines",
                 str(self.scratch / "suite-baselines"),
-                "-q",
+                "-v",
+                "--durations=0",
+                *limit,
             ],
             ROOT,
             self.left() - 90,
+            log=self.out / "suite_log.txt",
         )
         figures = {
             test: {
@@ -305,11 +336,21 @@ class Check:
             baselines,
         ]
         recorded = _run([*command, "--accel-update"], self.scratch, 120)
-        grown = _run(command, self.scratch, 120, {"DEVICE_CHECK_EXTRA_BYTES": str((1 << 24) * 4 // 5)})
+        grown_file = self.scratch / "memory-grown.json"
+        grown = _run(
+            [*command, "--accel-json", str(grown_file)],
+            self.scratch,
+            120,
+            {"DEVICE_CHECK_EXTRA_BYTES": str((1 << 24) * 4 // 5)},
+        )
+        verdict = (_results(grown_file).get("test_check.py::test_allocation") or {}).get("verdict") or {}
         return {
             "recorded": recorded["returncode"],
             "grown_returncode": grown["returncode"],
-            "failed_on_memory": grown["returncode"] == 1 and "memory" in grown["tail"],
+            "time_outcome": (verdict.get("time") or {}).get("outcome"),
+            "memory_outcome": (verdict.get("memory") or {}).get("outcome"),
+            "failed_on_memory": grown["returncode"] == 1
+            and (verdict.get("memory") or {}).get("outcome") == "regressed",
             "tail": grown["tail"],
         }
 
@@ -337,6 +378,8 @@ class Check:
                         {
                             "test": test,
                             "outcome": verdict.get("outcome"),
+                            "time_outcome": (verdict.get("time") or {}).get("outcome"),
+                            "memory_outcome": (verdict.get("memory") or {}).get("outcome"),
                             "ratio": verdict.get("time", {}).get("ratio"),
                             "sees": verdict.get("time", {}).get("detectable"),
                         }
@@ -396,6 +439,10 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             "memory gate fails a +20% allocation: "
             + str(suite["memory_gate_fails_a_20_percent_allocation"].get("failed_on_memory"))
+            + " (time: {}, memory: {})".format(
+                suite["memory_gate_fails_a_20_percent_allocation"].get("time_outcome"),
+                suite["memory_gate_fails_a_20_percent_allocation"].get("memory_outcome"),
+            )
             + (
                 " (expected False on the CPU: peak RSS is not gated, only exact allocator counters)"
                 if report["device"] == "cpu"
@@ -422,13 +469,24 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--budget-minutes", type=float, default=8.0)
     parser.add_argument("--sensitivity-runs", type=int, default=3)
+    parser.add_argument("--sections", default="environment,timing,peaks,suite,sensitivity", help="comma-separated")
+    parser.add_argument("--suite-k", default=None, help="a -k expression in place of the built-in suite subset")
+    parser.add_argument("--test-timeout", type=float, default=0, help="seconds per suite test (pytest-timeout)")
     options = parser.parse_args()
     check = Check(options.device, options.out, options.budget_minutes)
-    check.section("environment", 5, check.environment)
-    check.section("timing", 60, check.timing)
-    check.section("peaks", 20, check.peaks)
-    check.section("suite", 120, check.suite)
-    check.section("sensitivity", 90, lambda: check.sensitivity(options.sensitivity_runs))
+    sections: dict[str, tuple[float, Callable[[], Any]]] = {
+        "environment": (5, check.environment),
+        "timing": (60, check.timing),
+        "peaks": (20, check.peaks),
+        "suite": (120, lambda: check.suite(options.suite_k, options.test_timeout)),
+        "sensitivity": (90, lambda: check.sensitivity(options.sensitivity_runs)),
+    }
+    chosen = options.sections.split(",")
+    unknown = sorted(set(chosen) - set(sections))
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(sections)}")
+    for name in chosen:
+        check.section(name, *sections[name])
     print((options.out / "device_check.md").read_text())
     broken = [name for name, value in check.report.items() if isinstance(value, dict) and "error" in value]
     return 1 if broken else 0

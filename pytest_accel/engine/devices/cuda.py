@@ -52,7 +52,6 @@ class CudaDevice:
         import torch
 
         props = torch.cuda.get_device_properties(self.index)
-        driver = getattr(torch._C, "_cuda_getDriverVersion", None)
         return {
             "device_model": torch.cuda.get_device_name(self.index),
             "device_count": str(torch.cuda.device_count()),
@@ -60,7 +59,7 @@ class CudaDevice:
             "memory_bytes": str(props.total_memory),
             "torch": torch.__version__,
             "cuda_runtime": str(torch.version.cuda),
-            "cuda_driver": str(driver()) if driver is not None else "unknown",
+            "cuda_driver": _driver_version(),
             "cudnn": str(torch.backends.cudnn.version()),  # type: ignore[no-untyped-call]
         }
 
@@ -123,3 +122,24 @@ class CudaDevice:
             return None
         total = int(torch.cuda.get_device_properties(self.index).total_memory)
         return OutOfMemoryReport(requested_bytes_from_message(str(error)), self.peak_memory_bytes(), total)
+
+
+def _driver_version() -> str:
+    """The NVIDIA driver's version, e.g. ``580.159.04``; "unknown" when neither way answers.
+
+    torch 2.11 (the H200 run, 2026-12-01) has no ``torch._C._cuda_getDriverVersion`` any more, so
+    NVML (nvidia-ml-py, on every CUDA image we know) is asked first."""
+    try:
+        import pynvml  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        pynvml.nvmlInit()
+        try:
+            version = pynvml.nvmlSystemGetDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:  # no NVML, or no driver to answer: the older torch hook, then unknown
+        import torch
+
+        driver = getattr(torch._C, "_cuda_getDriverVersion", None)
+        return str(driver()) if driver is not None else "unknown"
