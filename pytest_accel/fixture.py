@@ -14,31 +14,46 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, final
 
 import pytest
 
 from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.operators import absent_line, explain
 from pytest_accel.core.units import format_bytes, format_seconds
 from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
 from pytest_accel.engine.machine import HostShare, state_probe_bytes, state_probes
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
+from pytest_accel.engine.operators import profile_operators
 from pytest_accel.judgement.gate import Judgement
-from pytest_accel.judgement.verdict import VerdictRecord
+from pytest_accel.judgement.verdict import Outcome, VerdictRecord
 
 # A first measurement taking this many times its budget (measure + warm-up seconds, and over 10 s)
 # is warned about: its calls are too long for the minimum number of rounds.
 SLOW_MEASUREMENT_FACTOR = 20
 SLOW_MEASUREMENT_FLOOR_SECONDS = 10.0
 
-__all__ = ["Judge", "Record", "Throughput"]
+__all__ = ["Judge", "OperatorPlan", "Record", "Throughput"]
 
 # judge(measurement, remeasure) -> the gate's judgement; remeasure() takes the same measurement again.
 Judge = Callable[[Measurement, Callable[[], Measurement]], Judgement]
 # record(measurement, verdict) -> the measurement as reported (with added figures), attached to the test.
 Record = Callable[[Measurement, VerdictRecord | None], Measurement]
+
+
+@final
+@dataclass(frozen=True)
+class OperatorPlan:
+    """When a test's operator tables are taken (engine/operators.py), beyond a confirmed regression's."""
+
+    update: bool = False  # --accel-update: the table goes into the baseline entry
+    always: bool = False  # --accel-operators=always: every measurement's table goes into the results
+    trace: Callable[[str], Path] | None = None  # --accel-trace: metric name -> its trace file
+    on_trace: Callable[[Path], None] = field(default=lambda path: None)  # told of every trace written
+    off: str = ""  # why no table is taken in this run (said on a regression); "" when they are
 
 
 def _finite_problem(value: Any, where: str) -> str | None:
@@ -101,6 +116,7 @@ class Throughput:
         record: Record,
         items_scale: int = 1,
         xdist_workers: int = 0,
+        operators: OperatorPlan | None = None,
     ) -> None:
         self._device = device
         self._config = config
@@ -111,6 +127,7 @@ class Throughput:
         self._items_scale = items_scale  # under torchrun: every rank's items count (the world size)
         self._xdist_workers = xdist_workers  # > 0 when this process is an xdist worker: refused
         self._probes: dict[str, Callable[[], Any]] | None = None  # the machine-state probes, made once
+        self._operators = operators
         self.measurements: list[Measurement] = []
 
     def __call__(
@@ -159,12 +176,43 @@ class Throughput:
         first = take()
         self._warn_if_slow(first, time.perf_counter() - started, name)
         judgement = self._judge(first, take)
-        result = judgement.result.reported
+        result, record, failure = self._explain(fn, judgement)
         self._feed_benchmark(result)
-        result = self._keep(result, judgement.result.record)
-        if judgement.failure is not None:
-            pytest.fail(judgement.failure, pytrace=False)
+        result = self._keep(result, record)
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
         return result
+
+    def _explain(self, fn: Callable[[], Any], judgement: Judgement) -> tuple[Measurement, VerdictRecord, str | None]:
+        """The measurement, verdict and failure, with an operator table where the plan or a regression asks.
+
+        After every timed round and confirmation: the profiler's overhead never reaches a figure. A
+        profile that cannot be taken leaves the verdict as it is, with one line saying why.
+        """
+        result, record, failure = judgement.result.reported, judgement.result.record, judgement.failure
+        plan = self._operators or OperatorPlan(off="no operator plan was given")
+        regressed = failure is not None and judgement.result.outcome is Outcome.REGRESSED
+        if plan.off or not (plan.update or plan.always or regressed):
+            if regressed:
+                record = replace(record, operators=(absent_line(plan.off),))
+                failure = f"{failure}\n  {record.operators[0]}"
+            return result, record, failure
+        trace = None if plan.trace is None else plan.trace(result.name)
+        try:
+            table = profile_operators(fn, self._device, result.seconds_per_call, trace)
+        except Exception as error:  # the verdict stands; the line says why it is unexplained
+            lines = [absent_line(f"the profile failed: {type(error).__name__}: {error}")]
+        else:
+            baseline = judgement.baseline
+            lines = explain(None if baseline is None else baseline.operators, table)
+            result = replace(result, operators=table.top())
+            if trace is not None:
+                plan.on_trace(trace)
+                lines.append(f"trace: {trace}")
+        if regressed:
+            record = replace(record, operators=tuple(lines))
+            failure = "\n".join([str(failure), *(f"  {line}" for line in lines)])
+        return result, record, failure
 
     def _warn_if_slow(self, result: Measurement, seconds: float, name: str) -> None:
         """A call far longer than the budget makes the minimum rounds take minutes: say why, once."""

@@ -21,18 +21,23 @@ from pytest_accel.judgement.verdict import VerdictPolicy
 
 __all__ = [
     "MARKER_SETTINGS",
+    "OPERATOR_CHOICES",
     "PROFILE_CHOICES",
     "AccelOptions",
     "ini_bool",
     "ini_choice",
     "ini_float",
     "ini_int",
+    "parse_output_folder",
     "parse_output_path",
     "parse_positive_float",
     "parse_positive_int",
 ]
 
 PROFILE_CHOICES = ("smoke", "full")
+# When an operator table is taken (core/operators.py): auto = at --accel-update and on a confirmed
+# regression; always = for every measurement too (what `pytest-accel ab` diffs); off = never.
+OPERATOR_CHOICES = ("auto", "always", "off")
 # @pytest.mark.perf(...) keywords: measurement settings, then verdict thresholds.
 _MARKER_MEASURE = ("measure_seconds", "warmup_max_seconds", "min_rounds", "round_seconds")
 _MARKER_POLICY = ("tolerance", "memory_tolerance")
@@ -68,6 +73,17 @@ def parse_output_path(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
     if not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist")
+    return path
+
+
+def parse_output_folder(text: str) -> Path:
+    """Option type: a folder to write into (made when needed); refused when a file is in its place."""
+    path = Path(text)
+    for part in (path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise argparse.ArgumentTypeError(f"{str(part)!r} is a file; --accel-trace needs a folder")
+            break
     return path
 
 
@@ -134,6 +150,8 @@ class AccelOptions:
     markdown_path: Path | None  # --accel-markdown
     stale: bool  # --accel-stale: list entries of tests that no longer exist, and exit
     prune: bool  # --accel-prune: remove them
+    operators: str = "auto"  # when operator tables are taken: auto, always or off (OPERATOR_CHOICES)
+    trace_dir: Path | None = None  # --accel-trace: write the Chrome trace of each profile taken there
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AccelOptions:
@@ -163,6 +181,8 @@ class AccelOptions:
             markdown_path=option.accel_markdown,
             stale=bool(option.accel_stale or option.accel_prune),
             prune=bool(option.accel_prune),
+            operators=option.accel_operators or ini_choice(config, "accel_operators", OPERATOR_CHOICES),
+            trace_dir=option.accel_trace,
         )
 
     def measure_config(self, marker: dict[str, Any]) -> MeasureConfig:

@@ -15,7 +15,9 @@ import pytest
 from pytest_accel.engine.devices import DEVICE_CHOICES
 from pytest_accel.options import (
     MARKER_SETTINGS,
+    OPERATOR_CHOICES,
     PROFILE_CHOICES,
+    parse_output_folder,
     parse_output_path,
     parse_positive_float,
     parse_positive_int,
@@ -109,6 +111,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="like --accel-stale, and remove those entries from the baseline file",
     )
     group.addoption(
+        "--accel-operators",
+        dest="accel_operators",
+        choices=OPERATOR_CHOICES,
+        default=None,
+        help="when to take a workload's operator table with torch.profiler: auto (at --accel-update, stored in "
+        "the baseline, and on a confirmed regression, diffed against it), always (every measurement too), "
+        "off (default: ini accel_operators, else auto)",
+    )
+    group.addoption(
+        "--accel-trace",
+        dest="accel_trace",
+        type=parse_output_folder,
+        default=None,
+        metavar="DIR",
+        help="write the Chrome/Perfetto trace of every operator profile taken (a regression's, at the least) "
+        "into DIR, one file per test",
+    )
+    group.addoption(
         "--accel-cpu-threads",
         dest="accel_cpu_threads",
         type=parse_positive_int,
@@ -117,6 +137,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="torch threads when measuring on the CPU (default: ini accel_cpu_threads, else half the cores)",
     )
     parser.addini("accel_device", "default for --device / --accel-device", default="auto")
+    parser.addini("accel_operators", "when to take operator tables: auto, always or off", default="auto")
     parser.addini("accel_baselines", "baseline folder, relative to the ini file", default="baselines")
     parser.addini("accel_tolerance", "default slowdown tolerance of the verdict (fraction)", default="0.05")
     parser.addini("accel_memory_tolerance", "default peak-memory growth tolerance (fraction)", default="0.10")

@@ -23,8 +23,9 @@ from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
 from pytest_accel.engine.devices.base import Device, RegionTimer
 from pytest_accel.engine.distributed import Coordinator, DistributedTimer, RankFailure, world_from_environment
 from pytest_accel.engine.machine import MeasuredPeak, datasheet_peak, measure_peak, peak_figures
+from pytest_accel.engine.operators import trace_path
 from pytest_accel.engine.provenance import run_provenance
-from pytest_accel.fixture import Throughput
+from pytest_accel.fixture import OperatorPlan, Throughput
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, run_history, state_history
 from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process
 from pytest_accel.judgement.gate import Gate, GateMode
@@ -69,6 +70,7 @@ class AccelSession:
         self.reports = self.world is None or self.world.rank == 0  # only rank 0 prints and writes
         self.coordinator: Coordinator | None = None
         self.recorded: list[Recorded] = []
+        self.traces: list[Path] = []  # --accel-trace files written by this run
         self.write_failures: list[str] = []  # outputs sessionfinish could not write, shown under the table
         self._device: Device | None = None
         self._baselines: dict[tuple[str, str], BaselineEntry] | None = None
@@ -158,6 +160,24 @@ class AccelSession:
             record=lambda measurement, verdict: self._record(item, measurement, verdict),
             items_scale=self.world_size,
             xdist_workers=_xdist_workers(self.config),
+            operators=self._operator_plan(item.nodeid),
+        )
+
+    def _operator_plan(self, test: str) -> OperatorPlan:
+        """When this test's operator tables are taken (see OperatorPlan), or why they never are."""
+        options = self.options
+        if options.operators == "off":
+            return OperatorPlan(off="operator profiles are off in this run (--accel-operators=off)")
+        if self.world is not None:  # a profile per rank would need every rank to take it in step
+            return OperatorPlan(off="operator profiles are not taken under torchrun")
+        if in_fresh_process():  # a confirmation child: the parent profiles once it has the answer
+            return OperatorPlan(off="operator profiles are taken by the run that spawned this confirmation")
+        folder = options.trace_dir
+        return OperatorPlan(
+            update=options.update,
+            always=options.operators == "always",
+            trace=None if folder is None else (lambda metric: trace_path(folder, test, metric)),
+            on_trace=self.traces.append,
         )
 
     def _timer(self, test: str, metric: str) -> RegionTimer:
@@ -280,6 +300,12 @@ class AccelSession:
             terminalreporter.write_line(line)
         for line in verdict_summary(self.recorded, f"{self._key()}/{self.options.profile}", self.options.update):
             terminalreporter.write_line(line)
+        if self.traces:
+            terminalreporter.write_line(
+                f"accel: wrote {len(self.traces)} operator trace(s) (chrome://tracing, ui.perfetto.dev):"
+            )
+            for trace in self.traces:
+                terminalreporter.write_line(f"  {trace}")
         if self.options.json_path is not None and not any("--accel-json" in f for f in self.write_failures):
             terminalreporter.write_line(f"accel: results written to {self.options.json_path}")
         for failure in self.write_failures:
@@ -364,6 +390,7 @@ class AccelSession:
                     tolerance=None if earlier is None else earlier.tolerance,
                     memory_tolerance=None if earlier is None else earlier.memory_tolerance,
                     provenance=provenance,
+                    operators=r.measurement.operators,
                 )
             )
         path = self.store.update(self.device().key(), self.options.profile, self.world_size, entries)

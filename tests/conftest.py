@@ -6,7 +6,14 @@ import pytest
 
 # pytester's in-process runs drop modules first imported inside them; re-importing torch's C
 # extension in the next run segfaults. Importing it here keeps it loaded for the whole session.
-import torch  # noqa: F401
+import torch
+import torch.profiler
+
+# Same for the profiler, which imports some 800 modules (dynamo, inductor) on its first use; one of
+# them registers a torch library that cannot be registered twice. One tiny profile loads them all.
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as _warm:
+    torch.ones(2).add_(1)
+_warm.key_averages()
 
 try:  # Same for Pillow's format registry: filled once, here, not inside a run that pytester then unloads.
     from PIL import Image

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, final
 
+from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.stats import median, relative_spread
 
 __all__ = ["DEFAULT_METRIC", "FOREIGN_CPU", "Measurement", "compared_samples", "display_name", "probe_normalized"]
@@ -58,6 +59,9 @@ class Measurement:
     state: Mapping[str, float] = field(default_factory=dict)
     name: str = DEFAULT_METRIC  # metric name, for tests that take several measurements
     extra: Mapping[str, Any] = field(default_factory=dict)  # free-form context from the test
+    # The workload's top operators per call (core/operators.py), when a profile was taken: at
+    # --accel-update, on a confirmed regression, or with --accel-operators=always
+    operators: OperatorProfile | None = None
 
     @property
     def disabled(self) -> bool:
@@ -110,6 +114,7 @@ class Measurement:
         data["probe_samples"] = list(self.probe_samples)
         data["extra"] = dict(self.extra)
         data["state"] = dict(self.state)
+        data["operators"] = None if self.operators is None else self.operators.to_json()
         figures = {
             "items_per_second": self.items_per_second,
             "seconds_per_call": self.seconds_per_call,
@@ -127,4 +132,6 @@ class Measurement:
         fields = {key: value for key, value in data.items() if key != "figures"}
         fields["samples"] = tuple(float(sample) for sample in fields.get("samples", ()))
         fields["probe_samples"] = tuple(float(sample) for sample in fields.get("probe_samples", ()))
+        operators = fields.get("operators")
+        fields["operators"] = None if operators is None else OperatorProfile.from_json(operators, "operators")
         return cls(**fields)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, final
 
 from pytest_accel.core.measurement import Measurement, compared_samples
+from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.stats import median
 from pytest_accel.core.validation import Invalid as _Invalid
 from pytest_accel.core.validation import byte_count as _byte_count
@@ -126,6 +127,9 @@ class BaselineEntry:
     # The machine's state (probe name -> median seconds per call) of each of the last recordings,
     # oldest first: the states the baseline covers (see Measurement.state and the verdict's rule 2).
     run_states: tuple[Mapping[str, float], ...] = field(default=(), hash=False)
+    # The latest recording's top operators per call (core/operators.py); None in entries recorded
+    # before pytest-accel took them, or with --accel-operators=off: a regression then has no diff.
+    operators: OperatorProfile | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         try:
@@ -187,6 +191,7 @@ class BaselineEntry:
             "tolerance": self.tolerance,
             "memory_tolerance": self.memory_tolerance,
             "provenance": dict(self.provenance),
+            **({} if self.operators is None else {"operators": self.operators.to_json()}),
         }
 
     @classmethod
@@ -214,6 +219,11 @@ class BaselineEntry:
                 tolerance=_tolerance(data.get("tolerance"), f"{base}['tolerance']"),
                 memory_tolerance=_tolerance(data.get("memory_tolerance"), f"{base}['memory_tolerance']"),
                 provenance=_provenance(data.get("provenance", {}), f"{base}['provenance']"),
+                operators=(
+                    None
+                    if data.get("operators") is None
+                    else OperatorProfile.from_json(data["operators"], f"{base}['operators']")
+                ),
             )
         except _Invalid as invalid:
             raise BaselineError(f"{where}: {invalid}") from None

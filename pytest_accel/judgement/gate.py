@@ -167,6 +167,7 @@ class Judgement:
 
     result: GateResult
     failure: str | None
+    baseline: BaselineEntry | None = None  # the entry judged against (its operator table explains a regression)
 
 
 @final
@@ -199,7 +200,7 @@ class Gate:
         if gate.time.outcome is Outcome.REGRESSED and mode.fresh_process is not None and not mode.update:
             gate = replace(gate, time=self._confirm_in_fresh_process(test, measurement.name, gate.time))
         why = self._fails(gate.outcome)
-        return Judgement(gate, None if why is None else self._message(test, gate, entry, why))
+        return Judgement(gate, None if why is None else self._message(test, gate, entry, why), entry)
 
     def _confirm_in_fresh_process(self, test: str, metric: str, suspect: Verdict) -> Verdict:
         """The fresh process's word on a suspect, unless this run already showed it cannot be trusted."""

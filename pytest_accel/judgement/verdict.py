@@ -206,11 +206,13 @@ def _optional_number(value: object, where: str) -> float | None:
 @final
 @dataclass(frozen=True)
 class VerdictRecord:
-    """One measurement's verdict as reports see it: time, memory (when known), re-measurements taken."""
+    """One measurement's verdict as reports see it: time, memory (when known), re-measurements taken,
+    and for a confirmed regression the lines that say which operators changed (core/operators.py)."""
 
     time: Verdict
     memory: Verdict | None = None
     remeasurements: int = 0
+    operators: tuple[str, ...] = ()
 
     @property
     def outcome(self) -> Outcome:
@@ -226,6 +228,7 @@ class VerdictRecord:
             "time": self.time.to_dict(),
             "memory": None if self.memory is None else self.memory.to_dict(),
             "remeasurements": self.remeasurements,
+            "operators": list(self.operators),
         }
 
     @classmethod
@@ -237,10 +240,14 @@ class VerdictRecord:
         remeasurements = data.get("remeasurements", 0)
         if isinstance(remeasurements, bool) or not isinstance(remeasurements, int) or remeasurements < 0:
             raise ValueError(f"verdict: 'remeasurements' must be an integer >= 0, got {remeasurements!r}")
+        operators = data.get("operators", [])
+        if not isinstance(operators, list) or not all(isinstance(line, str) for line in operators):
+            raise ValueError(f"verdict: 'operators' must be a list of strings, got {type(operators).__name__}")
         return cls(
             Verdict.from_dict(data.get("time"), "time"),
             None if memory is None else Verdict.from_dict(memory, "memory"),
             remeasurements,
+            tuple(operators),
         )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, final
 
 from pytest_accel.core.measurement import DEFAULT_METRIC, Measurement, display_name
+from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.validation import (
     Invalid,
     byte_count,
@@ -239,6 +240,7 @@ def _measurement(entry: dict[str, Any]) -> Measurement:
         raise Invalid("extra", f"expected an object, got {show(extra)}")
     check_plain_json(extra, "extra")
     state = entry.get("state", {})
+    operators = entry.get("operators")
     return Measurement(
         unit=text_of(entry.get("unit"), "unit"),
         items_per_call=positive(entry.get("items_per_call"), "items_per_call"),
@@ -255,6 +257,7 @@ def _measurement(entry: dict[str, Any]) -> Measurement:
         state=_state(state),
         name=text_of(entry.get("name", DEFAULT_METRIC), "name"),
         extra=extra,
+        operators=None if operators is None else OperatorProfile.from_json(operators, "operators"),
     )
 
 

@@ -1,0 +1,281 @@
+"""Operator tables of a workload and the diff of two of them: why a confirmed regression got slower.
+
+A table lists, per call of the workload, each operator's calls and self time on the host and (where
+the profiler sees the device) on the device, from ``torch.profiler`` (engine/operators.py takes it).
+Stored in a baseline entry it is cut to the top operators; the table taken on a regression is
+complete, so the diff can say "gone" with certainty, and "new" wherever the baseline's table was.
+
+Pure: no torch, no pytest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, final
+
+from pytest_accel.core.units import format_seconds
+from pytest_accel.core.validation import Invalid, finite, show, text
+
+__all__ = [
+    "ACTIVITIES",
+    "STORED_OPERATORS",
+    "OperatorProfile",
+    "OperatorRow",
+    "absent_line",
+    "explain",
+]
+
+# Operators a baseline entry keeps, by self time: enough for the stories a regression tells (a
+# kernel that fell back, a new copy, launches that multiplied), small enough to review in a diff.
+STORED_OPERATORS = 20
+# Which clock a table's device times come from; "cpu" tables have host times only.
+ACTIVITIES = ("cpu", "cuda", "hpu")
+# A change is listed when it moves at least this share of the total time per call ...
+_LISTED_SHARE = 0.01
+# ... and, for an operator in both tables, at least this share of its own time (noise, else).
+_OWN_CHANGE = 0.10
+# Lines of a diff, at most: the largest changes first.
+_MAX_LINES = 8
+
+
+def _round(value: float) -> float:
+    """Microseconds kept to 4 significant digits (and 0.001 µs): a reviewable file, no false precision."""
+    if value == 0:
+        return 0.0
+    digits = max(3 - math.floor(math.log10(abs(value))), 0)
+    return round(value, min(digits, 3))
+
+
+@final
+@dataclass(frozen=True)
+class OperatorRow:
+    """One operator, per call of the workload: how often it ran and its self time (µs) on each side."""
+
+    op: str
+    calls: float
+    host_us: float
+    device_us: float | None = None
+
+    def time_us(self, on_device: bool) -> float:
+        """The time a diff compares: the device's where both tables have it, else the host's."""
+        return (self.device_us or 0.0) if on_device else self.host_us
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "calls": _round(self.calls),
+            "host_us": _round(self.host_us),
+            "device_us": None if self.device_us is None else _round(self.device_us),
+        }
+
+
+@final
+@dataclass(frozen=True)
+class OperatorProfile:
+    """A workload's operators per call, largest self time first, and the totals over all of them.
+
+    ``others`` counts the operators cut from ``rows`` (``top``) and their time, so the totals stay
+    the whole profile's; ``others == 0`` means the table is complete.
+    """
+
+    activity: str  # "cpu", "cuda" or "hpu": where device times come from ("cpu": none)
+    calls: int  # workload calls profiled
+    rows: tuple[OperatorRow, ...]
+    total_host_us: float
+    total_device_us: float | None = None
+    others: int = 0
+
+    @property
+    def on_device(self) -> bool:
+        return self.activity != "cpu" and self.total_device_us is not None
+
+    @property
+    def complete(self) -> bool:
+        return self.others == 0
+
+    @classmethod
+    def from_events(
+        cls, activity: str, calls: int, events: Iterable[tuple[str, int, float, float | None]]
+    ) -> OperatorProfile:
+        """A complete table from (operator, calls, self host µs, self device µs) totals over ``calls`` calls."""
+        if activity not in ACTIVITIES:
+            raise ValueError(f"activity must be one of {ACTIVITIES}, got {activity!r}")
+        if calls < 1:
+            raise ValueError(f"calls must be >= 1, got {calls}")
+        merged: dict[str, list[float]] = {}
+        has_device = activity != "cpu"
+        for op, count, host, device in events:
+            row = merged.setdefault(op, [0.0, 0.0, 0.0])
+            row[0] += count
+            row[1] += host
+            row[2] += device or 0.0
+        rows = [
+            OperatorRow(op, count / calls, host / calls, device / calls if has_device else None)
+            for op, (count, host, device) in merged.items()
+        ]
+        rows.sort(key=lambda r: (-r.time_us(has_device), -r.host_us, r.op))
+        return cls(
+            activity=activity,
+            calls=calls,
+            rows=tuple(rows),
+            total_host_us=sum(r.host_us for r in rows),
+            total_device_us=sum(r.device_us or 0.0 for r in rows) if has_device else None,
+        )
+
+    def top(self, count: int = STORED_OPERATORS) -> OperatorProfile:
+        """The table cut to its ``count`` largest operators; the totals still cover all of them."""
+        if len(self.rows) <= count:
+            return self
+        return replace(self, rows=self.rows[:count], others=self.others + len(self.rows) - count)
+
+    def get(self, op: str) -> OperatorRow | None:
+        return next((row for row in self.rows if row.op == op), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "activity": self.activity,
+            "calls": self.calls,
+            "total_host_us": _round(self.total_host_us),
+            "total_device_us": None if self.total_device_us is None else _round(self.total_device_us),
+            "others": self.others,
+            "ops": [row.to_json() for row in self.rows],
+        }
+
+    @classmethod
+    def from_json(cls, data: object, path: str) -> OperatorProfile:
+        """Validate a stored table; raises ``Invalid`` naming the key path of the first problem."""
+        if not isinstance(data, Mapping):
+            raise Invalid(path, f"expected an object, got {show(data)}")
+        unknown = sorted(set(data) - {"activity", "calls", "total_host_us", "total_device_us", "others", "ops"})
+        if unknown:
+            raise Invalid(path, f"unknown key(s) {unknown}")
+        activity = data.get("activity")
+        if activity not in ACTIVITIES:
+            raise Invalid(f"{path}['activity']", f"expected one of {list(ACTIVITIES)}, got {show(activity)}")
+        calls = _count(data.get("calls"), f"{path}['calls']", minimum=1)
+        others = _count(data.get("others", 0), f"{path}['others']", minimum=0)
+        ops = data.get("ops")
+        if not isinstance(ops, list):
+            raise Invalid(f"{path}['ops']", f"expected a list, got {show(ops)}")
+        rows = tuple(_row(item, f"{path}['ops'][{index}]") for index, item in enumerate(ops))
+        if len({row.op for row in rows}) != len(rows):
+            raise Invalid(f"{path}['ops']", "an operator is listed twice")
+        return cls(
+            activity=str(activity),
+            calls=calls,
+            rows=rows,
+            total_host_us=_micros(data.get("total_host_us"), f"{path}['total_host_us']"),
+            total_device_us=_optional_micros(data.get("total_device_us"), f"{path}['total_device_us']"),
+            others=others,
+        )
+
+
+def _count(value: object, path: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise Invalid(path, f"expected an integer >= {minimum}, got {show(value)}")
+    return value
+
+
+def _micros(value: object, path: str) -> float:
+    number = finite(value)
+    if number is None or number < 0:
+        raise Invalid(path, f"expected a finite number >= 0 (microseconds), got {show(value)}")
+    return number
+
+
+def _optional_micros(value: object, path: str) -> float | None:
+    return None if value is None else _micros(value, path)
+
+
+def _row(item: object, path: str) -> OperatorRow:
+    if not isinstance(item, Mapping):
+        raise Invalid(path, f"expected an object, got {show(item)}")
+    unknown = sorted(set(item) - {"op", "calls", "host_us", "device_us"})
+    if unknown:
+        raise Invalid(path, f"unknown key(s) {unknown}")
+    return OperatorRow(
+        op=text(item.get("op"), f"{path}['op']"),
+        calls=_micros(item.get("calls"), f"{path}['calls']"),
+        host_us=_micros(item.get("host_us"), f"{path}['host_us']"),
+        device_us=_optional_micros(item.get("device_us"), f"{path}['device_us']"),
+    )
+
+
+def _time(micros: float) -> str:
+    return format_seconds(micros * 1e-6)
+
+
+def _calls(count: float) -> str:
+    return f"{count:.3g} call{'' if count == 1 else 's'}"
+
+
+def absent_line(reason: str) -> str:
+    """The one line said instead of a diff."""
+    return f"operators: no diff ({reason})"
+
+
+def explain(then: OperatorProfile | None, now: OperatorProfile) -> list[str]:
+    """Lines that say which operators changed from ``then`` (a baseline's table) to ``now`` (complete).
+
+    The largest changes of time per call first: operators gone, new, grown or shrunk (with their
+    call counts when those changed), each only when it moves at least 1% of the total, and an
+    operator in both tables only when it moved 10% of its own time (less is run-to-run noise).
+    """
+    if then is None:
+        return [absent_line("the baseline entry has no operator table: record it again with --accel-update")]
+    on_device = then.on_device and now.on_device and then.activity == now.activity
+    clock = f"{now.activity} device" if on_device else "host"
+    total_then = (then.total_device_us or 0.0) if on_device else then.total_host_us
+    total_now = (now.total_device_us or 0.0) if on_device else now.total_host_us
+    head = (
+        f"operators ({clock} self time per call, {then.calls} and {now.calls} calls profiled): "
+        f"total {_time(total_then)} -> {_time(total_now)} ({_signed(total_now - total_then)})"
+    )
+    floor = min((row.time_us(on_device) for row in then.rows), default=0.0)
+    least = _LISTED_SHARE * max(total_then, total_now)
+    changes: list[tuple[float, str]] = []
+    for row in then.rows:
+        current = now.get(row.op)
+        before = row.time_us(on_device)
+        if current is None:
+            if before >= least:
+                changes.append((before, f"{row.op}: {_time(before)} ({_calls(row.calls)}) -> gone"))
+            continue
+        after = current.time_us(on_device)
+        moved = after - before
+        calls_changed = abs(current.calls - row.calls) >= max(0.5, 0.1 * row.calls)
+        if abs(moved) >= least and (abs(moved) >= _OWN_CHANGE * before or calls_changed):
+            calls = f", calls {row.calls:.3g} -> {current.calls:.3g}" if calls_changed else ""
+            changes.append((abs(moved), f"{row.op}: {_time(before)} -> {_time(after)} ({_signed(moved)}{calls})"))
+    for current in now.rows:
+        if then.get(current.op) is not None:
+            continue
+        after = current.time_us(on_device)
+        if after < least:
+            continue
+        if then.complete:
+            changes.append((after, f"{current.op}: new {_time(after)} ({_calls(current.calls)})"))
+        elif after > floor:
+            changes.append(
+                (
+                    after,
+                    f"{current.op}: new {_time(after)} ({_calls(current.calls)}; the baseline's top "
+                    f"{len(then.rows)} end at {_time(floor)})",
+                )
+            )
+    changes.sort(key=lambda change: -change[0])
+    lines = [head, *(f"  {line}" for _, line in changes[:_MAX_LINES])]
+    if len(changes) > _MAX_LINES:
+        lines.append(f"  ... {len(changes) - _MAX_LINES} smaller change(s)")
+    if not changes:
+        lines.append(
+            "  no operator moved by 1% of the total and 10% of its own time: the change is spread thin, "
+            "or lies outside the operators (Python, data loading, synchronisation)"
+        )
+    return lines
+
+
+def _signed(micros: float) -> str:
+    return ("+" if micros >= 0 else "-") + _time(abs(micros))

@@ -1,0 +1,114 @@
+"""Take a workload's operator table with ``torch.profiler`` (and, when asked, its Chrome trace).
+
+Never on the hot path: the fixture calls this after the timed rounds, at ``--accel-update`` (the
+table goes into the baseline entry), on a confirmed regression (the table is diffed against the
+entry's), or for every measurement with ``--accel-operators=always`` (``pytest-accel ab``).
+
+Activities per device kind: the host always; CUDA's kernels on ``cuda``; on ``hpu`` the
+``ProfilerActivity.HPU`` that Habana's PyTorch integration adds ("Profiling with PyTorch" in
+Habana's documentation; **not yet run on Gaudi**).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_accel.core.measurement import DEFAULT_METRIC
+from pytest_accel.core.operators import OperatorProfile
+from pytest_accel.engine.devices.base import Device
+
+__all__ = ["PROFILE_SECONDS", "OperatorProfileError", "profile_calls", "profile_operators", "trace_path"]
+
+# Workload time one profile aims at: enough calls that a table per call is not one call's luck,
+# few enough that a long workload (a 2048-token generation) is profiled once.
+PROFILE_SECONDS = 0.5
+_MAX_CALLS = 10
+# Rows the profiler adds about itself, not the workload's.
+_PROFILER_OWN = ("Activity Buffer Request", "ProfilerStep", "[memory]")
+# Longest test-id part of a trace's file name (file systems allow 255 bytes).
+_NAME_CHARS = 150
+
+
+class OperatorProfileError(Exception):
+    """The profile could not be taken (the verdict stands without its diff)."""
+
+
+def profile_calls(seconds_per_call: float) -> int:
+    """How many calls one profile takes: about PROFILE_SECONDS of work, at least 1, at most 10."""
+    if not math.isfinite(seconds_per_call) or seconds_per_call <= 0:
+        return 1
+    return max(1, min(_MAX_CALLS, round(PROFILE_SECONDS / seconds_per_call)))
+
+
+def trace_path(folder: Path, test: str, metric: str) -> Path:
+    """``<folder>/<test id, made a file name>[--<metric>].json``, unique per test and metric."""
+    name = test if metric == DEFAULT_METRIC else f"{test}--{metric}"
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "test"
+    if len(safe) > _NAME_CHARS or safe != name.replace("/", "_"):
+        digest = hashlib.sha1(name.encode()).hexdigest()[:8]  # two ids that clean to one name stay apart
+        safe = f"{safe[:_NAME_CHARS]}-{digest}"
+    return folder / f"{safe}.trace.json"
+
+
+def _activities(kind: str) -> list[Any]:
+    from torch.profiler import ProfilerActivity
+
+    activities = [ProfilerActivity.CPU]
+    if kind != "cpu":
+        extra = getattr(ProfilerActivity, kind.upper(), None)
+        if extra is None:
+            raise OperatorProfileError(
+                f"this torch's profiler has no ProfilerActivity.{kind.upper()}"
+                + (" (habana_frameworks adds it: import habana_frameworks.torch first)" if kind == "hpu" else "")
+            )
+        activities.append(extra)
+    return activities
+
+
+def profile_operators(
+    fn: Callable[[], Any], device: Device, seconds_per_call: float, trace: Path | None = None
+) -> OperatorProfile:
+    """Run ``fn`` (already warm) a few times under ``torch.profiler``; its complete operator table.
+
+    Operators are the host-side events (aten ops, runtime calls); each carries the device time of
+    the kernels it launched, so kernel rows themselves are left out (their names are templates
+    hundreds of characters long, and they would count the device time twice).
+    """
+    import torch
+    from torch.profiler import profile
+
+    kind = device.kind
+    calls = profile_calls(seconds_per_call)
+    activities = _activities(kind)
+    device.synchronize()
+    # The profiler warns about its own cycles and missing counters; a project that makes warnings
+    # errors must not lose a regression's verdict to them.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with profile(activities=activities) as prof:
+            for _ in range(calls):
+                fn()
+                device.mark_step()
+            device.synchronize()
+        averages = prof.key_averages()
+    host = torch.autograd.DeviceType.CPU  # type: ignore[attr-defined]  # public, not re-exported in the stubs
+    events = []
+    for event in averages:
+        if getattr(event, "device_type", host) != host or event.key.startswith(_PROFILER_OWN):
+            continue
+        device_us: Any = getattr(event, "self_device_time_total", None)
+        if device_us is None:  # torch before 2.4 named it after CUDA
+            device_us = getattr(event, "self_cuda_time_total", 0.0)
+        events.append((event.key, int(event.count), float(event.self_cpu_time_total), float(device_us or 0.0)))
+    if not events:
+        raise OperatorProfileError("the profiler saw no operator (does the workload run torch operations?)")
+    if trace is not None:
+        trace.parent.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(str(trace))
+    return OperatorProfile.from_events(kind if kind in ("cuda", "hpu") else "cpu", calls, events)
