@@ -7,6 +7,7 @@ Exit codes: 0 fine; 1 ``compare`` or ``ab`` found a regression; 2 a bad input (n
 from __future__ import annotations
 
 import argparse
+import html
 import math
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from pytest_accel.ab import ABError, ABSettings, run_ab
 from pytest_accel.core.measurement import display_name
+from pytest_accel.core.operators import explain
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineError, BaselineStore
@@ -28,6 +30,7 @@ from pytest_accel.outputs.pages import (
     html_page,
     html_table,
     markdown_table,
+    operator_sections,
     pivot,
     pivot_plots,
     pivot_rows,
@@ -75,12 +78,16 @@ def cmd_report(options: argparse.Namespace) -> int:
     text = markdown_table(header, rows)
     for table in pivots:
         text += f"\n### By {table.label}\n\n" + markdown_table(*pivot_rows(table))
+    why = operator_sections(files)
+    for heading, lines in why:
+        text += f"\n### {heading}\n\n```\n{lines}\n```\n"
     _write(options.markdown, text, options.results)
     print(text)
     if options.html is not None:
         sections: list[tuple[str, str, Sequence[str]]] = [("Throughput by device", html_table(header, rows), [])]
         for table in pivots:
             sections.append((f"By {table.label}", html_table(*pivot_rows(table)), pivot_plots(table)))
+        sections += [(heading, f"<pre>{html.escape(lines)}</pre>", []) for heading, lines in why]
         for key in sorted({key for f in files for key in f.measurements}):
             values = [f.measurements[key].items_per_second if key in f.measurements else float("nan") for f in files]
             unit = next(f.measurements[key].unit for f in files if key in f.measurements)
@@ -96,12 +103,15 @@ def cmd_compare(options: argparse.Namespace) -> int:
     before, after = _load_all([options.a, options.b])
     policy = VerdictPolicy(tolerance=options.tolerance)
     rows, regressed = [], 0
+    why: list[tuple[str, list[str]]] = []  # operator diffs of the regressed, where B has a table
     for key in sorted(set(before.measurements) & set(after.measurements)):
         a, b = before.measurements[key], after.measurements[key]
         if a.disabled or b.disabled:
             continue
         verdict = judge_time(Observation(b.samples, b.probe_samples), Observation(a.samples, a.probe_samples), policy)
         regressed += verdict.outcome is Outcome.REGRESSED
+        if verdict.outcome is Outcome.REGRESSED and b.operators is not None:
+            why.append((display_name(*key), explain(a.operators, b.operators)))
         rows.append(
             [
                 display_name(*key),
@@ -115,6 +125,9 @@ def cmd_compare(options: argparse.Namespace) -> int:
     print(markdown_table(["test", f"A: {before.path.name}", f"B: {after.path.name}", "verdict", "why"], rows))
     if only:
         print(f"not compared (in one file only): {', '.join(k[0] for k in only)}")
+    for name, lines in why:
+        print(f"\n{name}:")
+        print("\n".join(f"  {line}" for line in lines))
     print(f"{regressed} regressed of {len(rows)} compared")
     return 1 if regressed else 0
 

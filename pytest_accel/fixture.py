@@ -13,7 +13,7 @@ import numbers
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
@@ -28,7 +28,7 @@ from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTi
 from pytest_accel.engine.machine import HostShare, state_probe_bytes, state_probes
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
 from pytest_accel.engine.operators import profile_operators
-from pytest_accel.judgement.gate import Judgement
+from pytest_accel.judgement.gate import RECORD_HINT, Judgement
 from pytest_accel.judgement.verdict import Outcome, VerdictRecord
 
 # A first measurement taking this many times its budget (measure + warm-up seconds, and over 10 s)
@@ -54,6 +54,14 @@ class OperatorPlan:
     trace: Callable[[str], Path] | None = None  # --accel-trace: metric name -> its trace file
     on_trace: Callable[[Path], None] = field(default=lambda path: None)  # told of every trace written
     off: str = ""  # why no table is taken in this run (said on a regression); "" when they are
+
+
+def _with_lines(failure: str, lines: Sequence[str]) -> str:
+    """The failure message with the operator lines indented under it, before its closing hint."""
+    body, _, last = failure.rpartition("\n")
+    if not body or RECORD_HINT not in last:
+        body, last = failure, ""
+    return "\n".join([body, *(f"  {line}" for line in lines), *([last] if last else [])])
 
 
 def _finite_problem(value: Any, where: str) -> str | None:
@@ -195,7 +203,7 @@ class Throughput:
         if plan.off or not (plan.update or plan.always or regressed):
             if regressed:
                 record = replace(record, operators=(absent_line(plan.off),))
-                failure = f"{failure}\n  {record.operators[0]}"
+                failure = _with_lines(str(failure), record.operators)
             return result, record, failure
         trace = None if plan.trace is None else plan.trace(result.name)
         try:
@@ -211,7 +219,7 @@ class Throughput:
                 lines.append(f"trace: {trace}")
         if regressed:
             record = replace(record, operators=tuple(lines))
-            failure = "\n".join([str(failure), *(f"  {line}" for line in lines)])
+            failure = _with_lines(str(failure), lines)
         return result, record, failure
 
     def _warn_if_slow(self, result: Measurement, seconds: float, name: str) -> None:

@@ -34,6 +34,7 @@ from pytest_accel.judgement.verdict import (
 )
 
 __all__ = [
+    "RECORD_HINT",
     "REFUTED_LIMIT",
     "Gate",
     "GateMode",
@@ -48,6 +49,8 @@ __all__ = [
 # bias is shown: later suspects are reported noisy at once, not re-measured in yet another process
 # each (on a 2-core VM with a neighbour that storm took a 3-minute suite to 16 minutes).
 REFUTED_LIMIT = 2
+# The closing line of a failure message (the operator diff goes above it).
+RECORD_HINT = "if the change is intended, record it"
 # Provenance fields shown when they changed since the baseline (an upgrade explains a shift).
 _SHOWN_PROVENANCE = ("torch", "cuda_runtime", "cuda_driver", "habana_torch_plugin", "device_model")
 
@@ -256,5 +259,5 @@ class Gate:
             changes = provenance_changes(entry, self._provenance)
             if changes:
                 lines.append(f"  changed since the baseline: {changes}")
-        lines.append("  if the change is intended, record it: pytest ... --accel-reset-history -k <this test>")
+        lines.append(f"  {RECORD_HINT}: pytest ... --accel-reset-history -k <this test>")
         return "\n".join(lines)

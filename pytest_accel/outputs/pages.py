@@ -22,6 +22,7 @@ __all__ = [
     "html_page",
     "html_table",
     "markdown_table",
+    "operator_sections",
     "pivot",
     "pivot_plots",
     "pivot_rows",
@@ -167,11 +168,11 @@ def run_summary_markdown(records: Sequence[Recorded], title: str) -> str:
     lines = [f"## {title}", ""]
     if regressed:
         lines.append(f"**{len(regressed)} regression(s)**:")
-        lines += [
-            f"- `{display_name(r.test, r.measurement.name)}`: {r.verdict.time.reason}"
-            for r in regressed
-            if r.verdict is not None
-        ]
+        for r in regressed:
+            assert r.verdict is not None
+            lines.append(f"- `{display_name(r.test, r.measurement.name)}`: {r.verdict.time.reason}")
+            if r.verdict.operators:  # which operators changed, as a block under its bullet
+                lines += ["", "  ```", *(f"  {line}" for line in r.verdict.operators), "  ```", ""]
     else:
         lines.append("No regression.")
     rows = []
@@ -182,6 +183,17 @@ def run_summary_markdown(records: Sequence[Recorded], title: str) -> str:
         name = display_name(record.test, m.name)
         rows.append([f"`{name}`", rate, spread, percent_of_peak(m.extra), verdict_cell(record.verdict)])
     return "\n".join(lines) + "\n\n" + markdown_table(["test", "throughput", "spread", "% peak", "verdict"], rows)
+
+
+def operator_sections(files: Sequence[ResultFile]) -> list[tuple[str, str]]:
+    """(heading, preformatted lines) of every regressed result that says which operators changed."""
+    sections = []
+    for file in files:
+        for key, verdict in sorted(file.verdicts.items()):
+            if verdict is not None and verdict.outcome is Outcome.REGRESSED and verdict.operators:
+                heading = f"Why {display_name(*key)} regressed ({file.path.name}, {file.device_key})"
+                sections.append((heading, "\n".join(verdict.operators)))
+    return sections
 
 
 def html_page(title: str, sections: Sequence[tuple[str, str, Sequence[str]]]) -> str:

@@ -1,0 +1,278 @@
+"""Operator tables and their diff (issue 17): the pure rules, the profiler seam, and end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from support import FAST_OPTIONS
+
+from pytest_accel.cli import main
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.operators import STORED_OPERATORS, OperatorProfile, OperatorRow, explain
+from pytest_accel.core.validation import Invalid
+from pytest_accel.engine.devices import make_device
+from pytest_accel.engine.operators import profile_calls, profile_operators, trace_path
+from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
+
+
+def table(*events: tuple[str, int, float], calls: int = 1) -> OperatorProfile:
+    return OperatorProfile.from_events("cpu", calls, [(op, count, host, None) for op, count, host in events])
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+def test_events_become_rows_per_call_largest_first_with_totals() -> None:
+    profile = table(("aten::mm", 10, 500.0), ("aten::add", 5, 50.0), ("aten::mm", 10, 500.0), calls=5)
+    assert [r.op for r in profile.rows] == ["aten::mm", "aten::add"]
+    assert profile.rows[0] == OperatorRow("aten::mm", 4.0, 200.0, None)
+    assert profile.total_host_us == pytest.approx(210.0) and profile.total_device_us is None
+    assert profile.complete
+
+
+def test_top_keeps_the_totals_and_counts_what_it_cut() -> None:
+    profile = table(*((f"op{i}", 1, float(100 - i)) for i in range(30)))
+    cut = profile.top()
+    assert len(cut.rows) == STORED_OPERATORS and cut.others == 10 and not cut.complete
+    assert cut.total_host_us == profile.total_host_us
+
+
+def test_device_tables_rank_by_device_time() -> None:
+    profile = OperatorProfile.from_events("cuda", 1, [("cudaLaunchKernel", 3, 30.0, 0.0), ("aten::mm", 1, 5.0, 900.0)])
+    assert profile.rows[0].op == "aten::mm" and profile.on_device and profile.total_device_us == 900.0
+
+
+rows = st.lists(
+    st.tuples(
+        st.text(min_size=1, max_size=20).filter(str.strip),
+        st.integers(1, 1000),
+        st.floats(0, 1e7, allow_nan=False),
+        st.floats(0, 1e7, allow_nan=False),
+    ),
+    max_size=40,
+    unique_by=lambda row: row[0],
+)
+
+
+@given(rows, st.integers(1, 10), st.sampled_from(["cpu", "cuda", "hpu"]))
+def test_stored_tables_read_back_as_written(events: list, calls: int, activity: str) -> None:
+    profile = OperatorProfile.from_events(activity, calls, events).top()
+    stored = json.loads(json.dumps(profile.to_json()))
+    again = OperatorProfile.from_json(stored, "operators")
+    assert again.to_json() == stored  # rounding is stable: a refresh of an unchanged table changes no byte
+    assert [r.op for r in again.rows] == [r.op for r in profile.rows]
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda d: d.update(activity="tpu"), "['activity']"),
+        (lambda d: d.update(calls=0), "['calls']"),
+        (lambda d: d.update(total_host_us=-1), "['total_host_us']"),
+        (lambda d: d.update(extra=1), "unknown key"),
+        (lambda d: d["ops"][0].update(host_us=float("nan")), "['ops'][0]['host_us']"),
+        (lambda d: d["ops"].append(dict(d["ops"][0])), "listed twice"),
+        (lambda d: d["ops"][0].update(op=""), "['ops'][0]['op']"),
+        (lambda d: d.update(ops={}), "['ops']"),
+    ],
+)
+def test_a_corrupt_stored_table_is_named_by_its_key_path(change, named: str) -> None:
+    data = table(("aten::mm", 1, 10.0), ("aten::add", 1, 1.0)).to_json()
+    change(data)
+    with pytest.raises(Invalid, match=named.replace("[", r"\[").replace("]", r"\]")):
+        OperatorProfile.from_json(data, "entries['t']['throughput']['operators']")
+
+
+# --- the diff -------------------------------------------------------------------------------------
+
+
+def test_a_backend_switch_reads_gone_and_new() -> None:
+    then = table(("aten::_scaled_dot_product_flash_attention_for_cpu", 1, 2100.0), ("aten::empty_like", 1, 8.0))
+    now = table(("aten::bmm", 2, 3000.0), ("aten::_softmax", 1, 1300.0), ("aten::empty_like", 1, 8.0))
+    lines = explain(then, now)
+    assert lines[0].startswith("operators (host self time per call, 1 and 1 calls profiled): total 2.11 ms -> 4.31 ms")
+    assert lines[1:4] == [
+        "  aten::bmm: new 3 ms (2 calls)",
+        "  aten::_scaled_dot_product_flash_attention_for_cpu: 2.1 ms (1 call) -> gone",
+        "  aten::_softmax: new 1.3 ms (1 call)",
+    ]
+
+
+def test_a_grown_operator_shows_its_growth_and_call_count() -> None:
+    then = table(("aten::mm", 1, 1000.0), ("aten::copy_", 1, 100.0))
+    now = table(("aten::mm", 1, 1010.0), ("aten::copy_", 3, 400.0))
+    assert explain(then, now)[1:] == ["  aten::copy_: 100 us -> 400 us (+300 us, calls 1 -> 3)"]
+
+
+def test_noise_within_an_operators_own_ten_percent_is_not_listed() -> None:
+    then = table(("aten::mm", 1, 1000.0), ("aten::add", 1, 100.0))
+    now = table(("aten::mm", 1, 1080.0), ("aten::add", 1, 105.0))
+    lines = explain(then, now)
+    assert len(lines) == 2 and "spread thin" in lines[1]
+
+
+def test_an_operator_below_a_cut_baselines_floor_is_not_called_new() -> None:
+    then = table(*((f"op{i}", 1, 100.0 - i) for i in range(25))).top()  # listed down to 81 us
+    now = table(*((f"op{i}", 1, 100.0 - i) for i in range(25)), ("aten::hidden", 1, 50.0), ("aten::big", 1, 300.0))
+    lines = "\n".join(explain(then, now))
+    assert "aten::hidden" not in lines  # it may have been there at 50 us, under the baseline's cut
+    assert "aten::big: new 300 us (1 call; the baseline's top 20 end at 81 us)" in lines
+
+
+def test_device_time_is_compared_when_both_tables_have_it() -> None:
+    then = OperatorProfile.from_events("cuda", 1, [("aten::mm", 1, 10.0, 1000.0)])
+    now = OperatorProfile.from_events("cuda", 1, [("aten::mm", 1, 10.0, 2000.0)])
+    lines = explain(then, now)
+    assert "cuda device self time" in lines[0] and "aten::mm: 1 ms -> 2 ms (+1 ms)" in lines[1]
+
+
+def test_an_entry_without_a_table_says_so_in_one_line() -> None:
+    assert explain(None, table(("aten::mm", 1, 1.0))) == [
+        "operators: no diff (the baseline entry has no operator table: record it again with --accel-update)"
+    ]
+
+
+def test_many_changes_are_cut_to_the_largest() -> None:
+    then = table(("base", 1, 1.0))
+    now = table(*((f"op{i}", 1, 100.0 + i) for i in range(12)))
+    lines = explain(then, now)
+    assert lines[1] == "  op11: new 111 us (1 call)" and lines[-1] == "  ... 4 smaller change(s)"
+
+
+# --- where tables are kept ------------------------------------------------------------------------
+
+
+def test_entries_results_and_verdicts_carry_tables_and_lines() -> None:
+    profile = table(("aten::mm", 2, 10.0)).top()
+    entry = BaselineEntry("t.py::t", "throughput", "calls", 1.0, (0.1, 0.1), operators=profile)
+    again = BaselineEntry.from_json("t.py::t", "throughput", json.loads(json.dumps(entry.to_json())), "f")
+    assert again.operators == profile
+    old = entry.to_json()
+    del old["operators"]  # an entry recorded before tables existed still loads
+    assert BaselineEntry.from_json("t.py::t", "throughput", old, "f").operators is None
+    measurement = Measurement(unit="calls", items_per_call=1.0, samples=(0.1,), operators=profile)
+    assert Measurement.from_dict(json.loads(json.dumps(measurement.to_dict()))).operators == profile
+    record = VerdictRecord(Verdict(Outcome.REGRESSED, "time", "slower"), operators=("operators: ...", "  a: new"))
+    assert VerdictRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+    with pytest.raises(ValueError, match="'operators' must be a list of strings"):
+        VerdictRecord.from_dict({**record.to_dict(), "operators": "a"})
+
+
+def test_trace_names_are_safe_and_distinct() -> None:
+    one = trace_path(Path("t"), "perf_tests/test_a.py::test_x[a/b]", "throughput")
+    two = trace_path(Path("t"), "perf_tests/test_a.py::test_x[a_b]", "throughput")
+    assert one != two and one.parent == Path("t") and one.name.endswith(".trace.json")
+    assert "/" not in one.name and len(trace_path(Path("t"), "x" * 400, "m").name) < 200
+
+
+@pytest.mark.parametrize(("seconds", "calls"), [(1e-5, 10), (0.05, 10), (0.1, 5), (2.0, 1), (float("nan"), 1)])
+def test_a_profile_takes_about_half_a_second_of_calls(seconds: float, calls: int) -> None:
+    assert profile_calls(seconds) == calls
+
+
+def test_the_profiler_sees_an_added_contiguous_copy() -> None:
+    """The issue's second story, through the real profiler: a copy appears."""
+    x = torch.randn(256, 256)
+    device = make_device("cpu")
+
+    def before() -> torch.Tensor:
+        return x.t() @ x
+
+    def after() -> torch.Tensor:
+        return x.t().contiguous() @ x
+
+    then = profile_operators(before, device, 0.05).top()
+    now = profile_operators(after, device, 0.05)
+    assert then.get("aten::copy_") is None and now.get("aten::copy_") is not None
+    assert any("aten::copy_: new" in line or "aten::clone: new" in line for line in explain(then, now))
+
+
+# --- end to end -----------------------------------------------------------------------------------
+
+# An SDPA forward whose CPU backend a file chooses: flash (one fused kernel) or math (bmm, softmax,
+# masks), which is about 3x slower on the CPU at this shape.
+ATTENTION = """
+import pathlib, torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+q, k, v = (torch.randn(2, 8, 256, 64) for _ in range(3))
+
+def test_attention(throughput):
+    backend = getattr(SDPBackend, pathlib.Path("backend.txt").read_text().strip())
+    def attend():
+        with sdpa_kernel(backend):
+            return F.scaled_dot_product_attention(q, k, v)
+    throughput(attend, items=2, unit="sequences")
+"""
+OPTIONS = (
+    "--device", "cpu", "--accel-baselines", "bl", "-o", "accel_state_noise_floor=1.0",
+    "-o", "accel_foreign_cpu_margin=1.0", "-o", "accel_fresh_process_confirmation=false", *FAST_OPTIONS,
+)  # fmt: skip
+FLASH = "aten::_scaled_dot_product_flash_attention_for_cpu"
+
+
+def test_a_backend_switch_fails_naming_the_operators_that_changed(perf_pytester: pytest.Pytester) -> None:
+    perf_pytester.makepyfile(test_attn=ATTENTION)
+    (perf_pytester.path / "backend.txt").write_text("FLASH_ATTENTION")
+    perf_pytester.runpytest(*OPTIONS, "--accel-update").assert_outcomes(passed=1)
+    (stored,) = (perf_pytester.path / "bl").glob("*/smoke.json")
+    entry = json.loads(stored.read_text())["entries"]["test_attn.py::test_attention"]["throughput"]
+    operators = entry["operators"]
+    assert operators["activity"] == "cpu" and operators["ops"][0]["op"] == FLASH
+    assert len(operators["ops"]) <= STORED_OPERATORS and operators["calls"] >= 1
+
+    (perf_pytester.path / "backend.txt").write_text("MATH")
+    result = perf_pytester.runpytest(
+        *OPTIONS, "--accel-trace", "traces", "--accel-json", "out.json", "--accel-markdown", "summary.md"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*perf regressed: test_attn.py::test_attention on cpu-*",
+            "*operators (host self time per call, * calls profiled): total * -> * (+*)",
+        ]
+    )
+    for line in ("*aten::bmm: new * (2 calls)", f"*{FLASH}: * (1 call) -> gone", "*aten::_softmax: new * (1 call)"):
+        result.stdout.fnmatch_lines([line])  # largest change first: their order is the machine's
+    result.stdout.fnmatch_lines(
+        [
+            "*trace: traces*test_attention*.trace.json",
+            "*if the change is intended, record it: *",
+            "accel: wrote 1 operator trace(s)*",
+        ]
+    )
+    (trace,) = (perf_pytester.path / "traces").iterdir()
+    assert "traceEvents" in json.loads(trace.read_text())
+    (written,) = json.loads((perf_pytester.path / "out.json").read_text())["results"]
+    assert any(FLASH in line and "gone" in line for line in written["verdict"]["operators"])
+    assert written["operators"]["ops"][0]["op"] != FLASH  # the regressed run's own table, for `report`
+    assert f"  {FLASH}: " in (perf_pytester.path / "summary.md").read_text()  # the job page's summary
+    page = perf_pytester.path / "page.html"
+    assert main(["report", str(perf_pytester.path / "out.json"), "--html", str(page)]) == 0
+    assert "Why test_attn.py::test_attention regressed" in page.read_text() and FLASH in page.read_text()
+
+    document = json.loads(stored.read_text())  # an entry recorded before tables existed
+    del document["entries"]["test_attn.py::test_attention"]["throughput"]["operators"]
+    stored.write_text(json.dumps(document))
+    result = perf_pytester.runpytest(*OPTIONS)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*operators: no diff (the baseline entry has no operator table: record it again*"])
+
+    result = perf_pytester.runpytest(*OPTIONS, "--accel-operators", "off")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*operators: no diff (operator profiles are off in this run*"])
+
+
+def test_a_trace_folder_that_is_a_file_is_refused_before_measuring(perf_pytester: pytest.Pytester) -> None:
+    perf_pytester.makepyfile(test_attn=ATTENTION)
+    (perf_pytester.path / "taken").write_text("")
+    result = perf_pytester.runpytest(*OPTIONS, "--accel-trace", "taken/traces")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*'taken' is a file; --accel-trace needs a folder*"])
