@@ -22,7 +22,9 @@ that fails or runs out of ``--budget-minutes`` is recorded as such and the other
    a +20% allocation that the memory gate must fail, an oversized allocation that must fail its
    own test only;
 4. sensitivity: A/A runs and injected 2% and 5% slowdowns (every 50th / 20th call repeated) of
-   two kernels, against a baseline of two recordings; false alarms and catches.
+   two kernels, against a baseline of two recordings; false alarms and catches;
+5. operators: SDPA recorded on the flash kernel, then run on math, must fail naming the flash
+   operator gone (issue 17's operator diff on the device's own profiler activity).
 """
 
 from __future__ import annotations
@@ -49,11 +51,13 @@ SIZES = {
     "cpu": {"matmul": 256, "sdpa": (1, 4, 256, 64), "layernorm": (1024, 256), "add": 1 << 14},
 }
 SUITE_SUBSET = (
-    "(test_attention_forward and (sd3-1024px-b16 or llama70b-prefill-4096 or sd3-256px-b2 or llama70b-prefill-128))"
-    " or (test_joint_block and 1024 and sdpa and not math) or (test_joint_block and 256 and sdpa and not math)"
-    " or (test_train_step and 16 and sdpa and not math) or test_inference_30_steps or test_llm"
-    " or (test_data_path and device)"
+    "(test_attention_forward and not backward and (sdpa-flash or sdpa-cudnn) and (sd3-1024px-b16 or"
+    " llama70b-prefill-4096)) or (test_joint_block and forward-1024-sdpa and not backward and not math)"
+    " or test_data_path[device-decode]"
 )
+# Left out after the H200 run of 2026-12-01 (docs/measurements.md): test_train_step[16-sdpa] runs out
+# of memory on one 141 GB card, and test_llm_generation's 2048-token decode outlasts a 45 s check;
+# pass them with --suite-k to see them again.
 # The dry run keeps the CPU job short: one attention kernel, one LLM decode, one data path.
 SUITE_SUBSET_DRY = "(test_attention_forward and sd3-128px-b2 and sdpa-math) or (test_llm_generation and 1)"
 INJECTED = {"A/A": 0, "2% slower": 50, "5% slower": 20}  # repeat every k-th call (0: never)
@@ -87,6 +91,19 @@ def test_allocation(throughput, accel_device):
     base = torch.ones(1 << 24, device=accel_device.torch_device())
     extra = torch.ones(EXTRA_BYTES // 4 + 1, device=accel_device.torch_device())
     throughput(lambda: (base * 2, extra * 2), items=1, unit="calls")
+
+
+def test_attention_backend(throughput, accel_device):
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    fn, flops = build_kernel("sdpa", accel_device.kind, accel_device.torch_device())
+    backend = getattr(SDPBackend, os.environ.get("DEVICE_CHECK_BACKEND", "FLASH_ATTENTION"))
+
+    def attend():
+        with sdpa_kernel(backend):
+            return fn()
+
+    throughput(attend, items=1, unit="calls", flops=flops)
 
 
 def test_oversized_allocation(throughput, accel_device):
@@ -251,6 +268,40 @@ class Check:
             if self.device == "cuda":
                 torch.cuda.empty_cache()
         return {"pytest": ran, "kernels": rows}
+
+    def operators(self) -> dict[str, Any]:
+        """Issue 17 on this device: SDPA recorded on flash, then run on math, must fail naming the operators."""
+        command = [
+            *_pytest_command(self.device), "test_check.py", "-k", "test_attention_backend",
+            "--accel-baselines", str(self.scratch / "operator-baselines"),
+            "-o", "accel_fresh_process_confirmation=false",
+        ]  # fmt: skip
+        started = time.monotonic()
+        recorded = _run([*command, "--accel-update"], self.scratch, 120)
+        update_seconds = time.monotonic() - started
+        log = self.out / "operators_log.txt"
+        switched = _run(
+            [*command, "--accel-trace", str(self.scratch / "traces")],
+            self.scratch,
+            120,
+            {"DEVICE_CHECK_BACKEND": "MATH"},
+            log=log,
+        )
+        text = log.read_text() if log.exists() else ""
+        diff = [line.strip() for line in text.splitlines() if line.startswith("    ") and ": " in line][:12]
+        stored = sorted((self.scratch / "operator-baselines").glob("*/*.json"))
+        table = json.loads(stored[0].read_text()) if stored else {}
+        entry = next(iter(next(iter(table.get("entries", {}).values()), {}).values()), {})
+        return {
+            "recorded_returncode": recorded["returncode"],
+            "update_seconds": update_seconds,
+            "stored_table": entry.get("operators"),
+            "switched_returncode": switched["returncode"],
+            "regressed": "perf regressed" in text,
+            "names_the_flash_operator_gone": any("flash" in line and "gone" in line for line in diff),
+            "diff": [line.strip() for line in text.splitlines() if "operators (" in line][:1] + diff,
+            "traces": sorted(str(p) for p in (self.scratch / "traces").glob("*")),
+        }
 
     def peaks(self) -> dict[str, Any]:
         from pytest_accel.engine.devices import resolve_device
@@ -451,6 +502,19 @@ def markdown(report: dict[str, Any]) -> str:
             f"oversized allocation fails its test only: {suite['oversized_allocation_fails_only_its_test']}",
             "",
         ]
+    ops = report.get("operators", {})
+    if ops and "error" not in ops and "skipped" not in ops:
+        lines += [
+            "## Operator diff (SDPA recorded on flash, run on math)",
+            "",
+            f"regressed: {ops['regressed']}; names the flash operator gone: {ops['names_the_flash_operator_gone']};"
+            f" --accel-update took {ops['update_seconds']:.1f} s",
+            "",
+            "```",
+            *ops["diff"],
+            "```",
+            "",
+        ]
     sens = report.get("sensitivity", {})
     if sens and "error" not in sens and "skipped" not in sens:
         lines += ["## Sensitivity", "", "| scenario | verdicts | regressed | noisy |", "|---|---|---|---|"]
@@ -469,9 +533,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--budget-minutes", type=float, default=8.0)
     parser.add_argument("--sensitivity-runs", type=int, default=3)
-    parser.add_argument("--sections", default="environment,timing,peaks,suite,sensitivity", help="comma-separated")
+    parser.add_argument(
+        "--sections", default="environment,timing,peaks,operators,suite,sensitivity", help="comma-separated"
+    )
     parser.add_argument("--suite-k", default=None, help="a -k expression in place of the built-in suite subset")
-    parser.add_argument("--test-timeout", type=float, default=0, help="seconds per suite test (pytest-timeout)")
+    parser.add_argument("--test-timeout", type=float, default=60, help="seconds per suite test (pytest-timeout)")
     options = parser.parse_args()
     check = Check(options.device, options.out, options.budget_minutes)
     sections: dict[str, tuple[float, Callable[[], Any]]] = {
@@ -480,6 +546,7 @@ def main() -> int:
         "peaks": (20, check.peaks),
         "suite": (120, lambda: check.suite(options.suite_k, options.test_timeout)),
         "sensitivity": (90, lambda: check.sensitivity(options.sensitivity_runs)),
+        "operators": (40, check.operators),
     }
     chosen = options.sections.split(",")
     unknown = sorted(set(chosen) - set(sections))

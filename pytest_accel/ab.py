@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, final
 
 from pytest_accel.core.measurement import Measurement, display_name
+from pytest_accel.core.operators import absent_line, explain
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_rate, format_seconds
 from pytest_accel.judgement.paired import PairedOutcome, PairedVerdict, SequentialPlan, judge_pairs
@@ -241,6 +242,7 @@ class Track:
     head: list[Measurement] = field(default_factory=list)
     log_ratios: list[float] = field(default_factory=list)
     verdict: PairedVerdict = field(default_factory=lambda: PairedVerdict(PairedOutcome.PENDING, 0))
+    operators: tuple[str, ...] = ()  # a regression's operator diff, base -> head (Sitting.explain)
 
     @staticmethod
     def figure(measurement: Measurement) -> float:
@@ -262,6 +264,7 @@ class Track:
             "base_figures": [self.figure(m) for m in self.base],
             "head_figures": [self.figure(m) for m in self.head],
             "log_ratios": self.log_ratios,
+            "operators": list(self.operators),
         }
 
 
@@ -388,6 +391,33 @@ class Sitting:
                 track.verdict = judge_pairs(track.log_ratios, plan, last=True)
             return
 
+    def explain(self) -> None:
+        """One more process per side for the regressed tests, each profiled with its trace written:
+        which operators changed, base -> head. Not a pair: its figures judge nothing."""
+        regressed = {key for key, t in self.tracks.items() if t.verdict.outcome is PairedOutcome.REGRESSED}
+        if not regressed:
+            return
+        others = sorted({test for test, _ in self.tracks} - {test for test, _ in regressed})
+        tables: dict[str, Mapping[Key, Measurement]] = {}
+        for name, side in self.sides.items():
+            stem = self.scratch / "runs" / f"{name}-operators"
+            result, log = stem.with_suffix(".json"), stem.with_suffix(".log")
+            args = [*self.settings.pytest_args, *(a for test in others for a in ("--deselect", test)),
+                    "--accel-operators=always", "--accel-trace", str(self.scratch / "traces" / name)]  # fmt: skip
+            run = run_process(side, args, result, log, self.scratch / "empty-baselines")
+            tables[name] = dict(run.results.measurements) if run.results else {}
+        for key in sorted(regressed):
+            base, head = tables["base"].get(key), tables["head"].get(key)
+            if base is None or head is None:
+                missing = "base" if base is None else "head"
+                line = absent_line(f"the profiling run of the {missing} did not measure it: see runs/*-operators.log")
+                self.tracks[key].operators = (line,)
+            elif head.operators is None:
+                line = absent_line("the head's profile has no operator table (no torch operation, or it failed)")
+                self.tracks[key].operators = (line,)
+            else:
+                self.tracks[key].operators = tuple(explain(base.operators, head.operators))
+
     def exit_code(self) -> int:
         outcomes = [(t.verdict.outcome, t.verdict.reason) for t in self.tracks.values()]
         if any(outcome is PairedOutcome.REGRESSED for outcome, _ in outcomes):
@@ -460,6 +490,10 @@ def write_outputs(sitting: Sitting, code: int) -> str:
         f" ({sitting.stop_reason}); exit {code}"
     )
     text = markdown_table(header, rows) + "\n" + summary + "\n"
+    for key, track in sorted(sitting.tracks.items()):
+        if track.operators:
+            text += f"\n{display_name(*key)}, operators (base -> head):\n\n```\n" + "\n".join(track.operators)
+            text += f"\n```\ntraces: {out}/traces/base, {out}/traces/head\n"
     document = {
         "schema": AB_SCHEMA,
         "base": sitting.sides["base"].describe(),
@@ -497,10 +531,11 @@ def _prepare_out(out: Path) -> None:
     """``--out`` holds only ab's own files: refuse a folder with anything else in it."""
     if out.exists() and not out.is_dir():
         raise ABError(f"--out {out}: exists and is not a folder")
-    ours = {"base.json", "head.json", "comparison.json", "comparison.md", "runs", "empty-baselines"}
+    ours = {"base.json", "head.json", "comparison.json", "comparison.md", "runs", "empty-baselines", "traces"}
     if out.is_dir() and (foreign := sorted(p.name for p in out.iterdir() if p.name not in ours)):
         raise ABError(f"--out {out}: holds files ab did not write ({', '.join(foreign[:3])}); choose another folder")
     shutil.rmtree(out / "runs", ignore_errors=True)
+    shutil.rmtree(out / "traces", ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
 
 
@@ -516,6 +551,7 @@ def run_ab(settings: ABSettings) -> int:
         sitting = Sitting(settings, base, head, settings.out)
         try:
             sitting.run(_progress)
+            sitting.explain()
         except KeyboardInterrupt:
             print("pytest-accel ab: interrupted; worktrees removed, child processes stopped", file=sys.stderr)
             return EXIT_INTERRUPTED

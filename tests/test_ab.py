@@ -77,6 +77,9 @@ def test_a_planted_slowdown_in_the_working_tree_is_regressed(repo: Path) -> None
     for side in ("base", "head"):  # one result file per side, readable by the other commands
         results = json.loads((repo / ".pytest-accel-ab" / f"{side}.json").read_text())
         assert results["results"][0]["test"] == "test_perf.py::test_work"
+    # A pure-Python workload has no torch operator to diff: said in one line, the verdict unchanged.
+    assert test["operators"] == ["operators: no diff (the head's profile has no operator table (no torch "
+                                 "operation, or it failed))"]  # fmt: skip
     assert_nothing_left(repo)
 
 
@@ -215,4 +218,33 @@ def test_git_bisect_run_finds_the_planted_slowdown(repo: Path) -> None:
     )  # fmt: skip
     assert f"{planted} is the first bad commit" in done.stdout, done.stdout + done.stderr
     git(repo, "bisect", "reset")
+    assert_nothing_left(repo)
+
+
+ATTENTION = """
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+BACKEND = SDPBackend.{backend}
+q, k, v = (torch.randn(2, 8, 256, 64) for _ in range(3))
+
+def work():
+    with sdpa_kernel(BACKEND):
+        return F.scaled_dot_product_attention(q, k, v)
+"""
+
+
+def test_a_regression_says_which_operators_changed_with_a_trace_per_side(repo: Path) -> None:
+    commit(repo, "flash", **{"kernel.py": ATTENTION.format(backend="FLASH_ATTENTION")})
+    (repo / "kernel.py").write_text(ATTENTION.format(backend="MATH"))  # about 2x slower on the CPU
+    done = ab(repo, "--base", "HEAD", "--max-pairs", "6", *SELECTION)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "test_perf.py::test_work, operators (base -> head):" in done.stdout
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu: " in done.stdout and "aten::bmm: new" in done.stdout
+    (test,) = json.loads((repo / ".pytest-accel-ab" / "comparison.json").read_text())["tests"]
+    assert test["operators"][0].startswith("operators (host self time per call")
+    for side in ("base", "head"):
+        (trace,) = (repo / ".pytest-accel-ab" / "traces" / side).iterdir()
+        assert trace.name.startswith("test_perf.py_test_work") and "traceEvents" in trace.read_text()
     assert_nothing_left(repo)

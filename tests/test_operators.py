@@ -276,3 +276,10 @@ def test_a_trace_folder_that_is_a_file_is_refused_before_measuring(perf_pytester
     result = perf_pytester.runpytest(*OPTIONS, "--accel-trace", "taken/traces")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*'taken' is a file; --accel-trace needs a folder*"])
+
+
+def test_an_operator_missing_from_a_cut_table_now_is_not_called_gone() -> None:
+    then = table(("aten::slow", 1, 500.0), *((f"op{i}", 1, 100.0 - i) for i in range(25))).top()
+    now = table(*((f"op{i}", 1, 100.0 - i) for i in range(25)), ("aten::slow", 1, 10.0)).top()
+    lines = "\n".join(explain(then, now))
+    assert "aten::slow: 500 us -> gone or under 81 us (not in the top 20 now)" in lines

@@ -217,7 +217,10 @@ def absent_line(reason: str) -> str:
 
 
 def explain(then: OperatorProfile | None, now: OperatorProfile) -> list[str]:
-    """Lines that say which operators changed from ``then`` (a baseline's table) to ``now`` (complete).
+    """Lines that say which operators changed from ``then`` (a baseline's table) to ``now``.
+
+    ``now`` is complete when the fixture took it; when it was read from a file it is cut like
+    ``then``, and an operator missing from it is "gone or under" its floor rather than "gone".
 
     The largest changes of time per call first: operators gone, new, grown or shrunk (with their
     call counts when those changed), each only when it moves at least 1% of the total, and an
@@ -234,14 +237,22 @@ def explain(then: OperatorProfile | None, now: OperatorProfile) -> list[str]:
         f"total {_time(total_then)} -> {_time(total_now)} ({_signed(total_now - total_then)})"
     )
     floor = min((row.time_us(on_device) for row in then.rows), default=0.0)
+    now_floor = min((row.time_us(on_device) for row in now.rows), default=0.0)
     least = _LISTED_SHARE * max(total_then, total_now)
     changes: list[tuple[float, str]] = []
     for row in then.rows:
         current = now.get(row.op)
         before = row.time_us(on_device)
         if current is None:
-            if before >= least:
+            if before < least:
+                continue
+            if now.complete:
                 changes.append((before, f"{row.op}: {_time(before)} ({_calls(row.calls)}) -> gone"))
+            elif before > now_floor:  # absent from a cut table: gone, or shrunk under its floor
+                changes.append(
+                    (before - now_floor, f"{row.op}: {_time(before)} -> gone or under {_time(now_floor)} (not in "
+                     f"the top {len(now.rows)} now)")
+                )  # fmt: skip
             continue
         after = current.time_us(on_device)
         moved = after - before
