@@ -12,7 +12,7 @@ import torch
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.engine.devices.cpu import CpuDevice
 from pytest_accel.engine.measure import MeasureConfig
-from pytest_accel.fixture import Throughput
+from pytest_accel.fixture import OperatorPlan, Throughput
 from pytest_accel.judgement.gate import GateResult, Judgement
 from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
 
@@ -208,3 +208,34 @@ def test_an_allocator_counted_peak_leaves_out_the_probes_buffers() -> None:
         record=lambda m, v: recorded.append(m) or m,  # type: ignore[func-returns-value]
     )
     assert fixture(work, items=1, unit="calls").peak_memory_bytes == 5 * 2**20
+
+
+def _regressed(first: Measurement, again: Callable[[], Measurement]) -> Judgement:
+    result = GateResult(Verdict(Outcome.REGRESSED, "time", "slower"), None, (first,))
+    return Judgement(result, "perf regressed: the message\n  if the change is intended, record it: ...")
+
+
+def test_a_profile_that_fails_leaves_the_regression_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("profiler unavailable")
+
+    monkeypatch.setattr("pytest_accel.fixture.profile_operators", broken)
+    fixture, recorded = make(judge=_regressed, operators=OperatorPlan())
+    with pytest.raises(pytest.fail.Exception) as failed:
+        fixture(work, items=1, unit="calls")
+    message = str(failed.value)
+    assert message.startswith("perf regressed: the message\n")
+    assert message.endswith(
+        "  operators: no diff (the profile failed: RuntimeError: profiler unavailable)\n"
+        "  if the change is intended, record it: ..."
+    )
+    [(reported, verdict)] = recorded
+    assert verdict is not None and verdict.outcome is Outcome.REGRESSED and reported.operators is None
+
+
+def test_tables_are_taken_after_the_rounds_at_update_only_when_asked() -> None:
+    fixture, _ = make(operators=OperatorPlan(update=True))
+    m = fixture(work, items=1, unit="calls")
+    assert m.operators is not None and m.operators.get("aten::mm") is not None
+    quiet, _ = make(operators=OperatorPlan())  # an unchanged verdict, no update: no profile at all
+    assert quiet(work, items=1, unit="calls").operators is None

@@ -283,3 +283,15 @@ def test_an_operator_missing_from_a_cut_table_now_is_not_called_gone() -> None:
     now = table(*((f"op{i}", 1, 100.0 - i) for i in range(25)), ("aten::slow", 1, 10.0)).top()
     lines = "\n".join(explain(then, now))
     assert "aten::slow: 500 us -> gone or under 81 us (not in the top 20 now)" in lines
+
+
+def test_a_device_whose_profiler_activity_is_missing_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without habana_frameworks, torch's profiler has no HPU activity: the error says what to import."""
+    from torch.profiler import ProfilerActivity
+
+    from pytest_accel.engine import operators
+
+    monkeypatch.delattr(ProfilerActivity, "HPU", raising=False)
+    with pytest.raises(operators.OperatorProfileError, match=r"no ProfilerActivity.HPU .*habana_frameworks"):
+        operators._activities("hpu")
+    assert operators._activities("cpu") == [ProfilerActivity.CPU]
