@@ -51,7 +51,7 @@ class OperatorPlan:
 
     update: bool = False  # --accel-update: the table goes into the baseline entry
     always: bool = False  # --accel-operators=always: every measurement's table goes into the results
-    trace: Callable[[str], Path] | None = None  # --accel-trace: metric name -> its trace file
+    trace: Callable[[str], Path] | None = None  # --accel-trace: metric name -> its trace file (regressions, always)
     on_trace: Callable[[Path], None] = field(default=lambda path: None)  # told of every trace written
     off: str = ""  # why no table is taken in this run (said on a regression); "" when they are
 
@@ -205,7 +205,9 @@ class Throughput:
                 record = replace(record, operators=(absent_line(plan.off),))
                 failure = _with_lines(str(failure), record.operators)
             return result, record, failure
-        trace = None if plan.trace is None else plan.trace(result.name)
+        # A trace per regression (and per measurement with always); not at update: a nightly
+        # recording would write one for every test, tens of MB each on a GPU.
+        trace = plan.trace(result.name) if plan.trace is not None and (regressed or plan.always) else None
         try:
             table = profile_operators(fn, self._device, result.seconds_per_call, trace)
         except Exception as error:  # the verdict stands; the line says why it is unexplained

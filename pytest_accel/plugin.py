@@ -125,8 +125,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=parse_output_folder,
         default=None,
         metavar="DIR",
-        help="write the Chrome/Perfetto trace of every operator profile taken (a regression's, at the least) "
-        "into DIR, one file per test",
+        help="write the Chrome/Perfetto trace of each regressed workload (of every measurement with "
+        "--accel-operators=always) into DIR, one file per test",
     )
     group.addoption(
         "--accel-cpu-threads",

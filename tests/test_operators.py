@@ -195,8 +195,12 @@ def test_the_profiler_sees_an_added_contiguous_copy() -> None:
 
 # --- end to end -----------------------------------------------------------------------------------
 
-# An SDPA forward whose CPU backend a file chooses: flash (one fused kernel) or math (bmm, softmax,
-# masks), which is about 3x slower on the CPU at this shape.
+# An SDPA forward (flash kernel) that a file makes the workload call N times: a change that calls a
+# kernel three times where it called it once (a recompute, a graph break that re-runs a region). A
+# backend switch (flash -> math) is the README's example and test_ab.py's; here the gate itself must
+# confirm the regression, and on this VM the math kernel's rounds spread wider than the "unsteady
+# machine" rule allows (docs/measurements.md, "Operator tables"), while three flash calls keep the
+# spread of one.
 ATTENTION = """
 import pathlib, torch
 import torch.nn.functional as F
@@ -205,10 +209,12 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 q, k, v = (torch.randn(2, 8, 256, 64) for _ in range(3))
 
 def test_attention(throughput):
-    backend = getattr(SDPBackend, pathlib.Path("backend.txt").read_text().strip())
+    repeat = int(pathlib.Path("repeat.txt").read_text())
     def attend():
-        with sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(q, k, v)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            for _ in range(repeat):
+                out = F.scaled_dot_product_attention(q, k, v)
+        return out
     throughput(attend, items=2, unit="sequences")
 """
 OPTIONS = (
@@ -218,17 +224,18 @@ OPTIONS = (
 FLASH = "aten::_scaled_dot_product_flash_attention_for_cpu"
 
 
-def test_a_backend_switch_fails_naming_the_operators_that_changed(perf_pytester: pytest.Pytester) -> None:
+def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(perf_pytester: pytest.Pytester) -> None:
     perf_pytester.makepyfile(test_attn=ATTENTION)
-    (perf_pytester.path / "backend.txt").write_text("FLASH_ATTENTION")
-    perf_pytester.runpytest(*OPTIONS, "--accel-update").assert_outcomes(passed=1)
+    (perf_pytester.path / "repeat.txt").write_text("1")
+    perf_pytester.runpytest(*OPTIONS, "--accel-update", "--accel-trace", "traces").assert_outcomes(passed=1)
+    assert not (perf_pytester.path / "traces").exists()  # a trace per regression, not per recording
     (stored,) = (perf_pytester.path / "bl").glob("*/smoke.json")
     entry = json.loads(stored.read_text())["entries"]["test_attn.py::test_attention"]["throughput"]
     operators = entry["operators"]
     assert operators["activity"] == "cpu" and operators["ops"][0]["op"] == FLASH
     assert len(operators["ops"]) <= STORED_OPERATORS and operators["calls"] >= 1
 
-    (perf_pytester.path / "backend.txt").write_text("MATH")
+    (perf_pytester.path / "repeat.txt").write_text("3")
     result = perf_pytester.runpytest(
         *OPTIONS, "--accel-trace", "traces", "--accel-json", "out.json", "--accel-markdown", "summary.md"
     )
@@ -239,8 +246,7 @@ def test_a_backend_switch_fails_naming_the_operators_that_changed(perf_pytester:
             "*operators (host self time per call, * calls profiled): total * -> * (+*)",
         ]
     )
-    for line in ("*aten::bmm: new * (2 calls)", f"*{FLASH}: * (1 call) -> gone", "*aten::_softmax: new * (1 call)"):
-        result.stdout.fnmatch_lines([line])  # largest change first: their order is the machine's
+    result.stdout.fnmatch_lines([f"    {FLASH}: * -> * (+*, calls 1 -> 3)"])
     result.stdout.fnmatch_lines(
         [
             "*trace: traces*test_attention*.trace.json",
@@ -251,8 +257,8 @@ def test_a_backend_switch_fails_naming_the_operators_that_changed(perf_pytester:
     (trace,) = (perf_pytester.path / "traces").iterdir()
     assert "traceEvents" in json.loads(trace.read_text())
     (written,) = json.loads((perf_pytester.path / "out.json").read_text())["results"]
-    assert any(FLASH in line and "gone" in line for line in written["verdict"]["operators"])
-    assert written["operators"]["ops"][0]["op"] != FLASH  # the regressed run's own table, for `report`
+    assert any(FLASH in line and "calls 1 -> 3" in line for line in written["verdict"]["operators"])
+    assert written["operators"]["ops"][0] == {**written["operators"]["ops"][0], "op": FLASH, "calls": 3.0}
     assert f"  {FLASH}: " in (perf_pytester.path / "summary.md").read_text()  # the job page's summary
     page = perf_pytester.path / "page.html"
     assert main(["report", str(perf_pytester.path / "out.json"), "--html", str(page)]) == 0
