@@ -67,6 +67,7 @@ class ABSettings:
     out: Path = Path(".pytest-accel-ab")
     markdown: Path | None = None
     cwd: Path = field(default_factory=Path.cwd)
+    operators: bool = True  # profile each regressed test once more per side and diff (Sitting.explain)
 
 
 @final
@@ -551,7 +552,8 @@ def run_ab(settings: ABSettings) -> int:
         sitting = Sitting(settings, base, head, settings.out)
         try:
             sitting.run(_progress)
-            sitting.explain()
+            if settings.operators:
+                sitting.explain()
         except KeyboardInterrupt:
             print("pytest-accel ab: interrupted; worktrees removed, child processes stopped", file=sys.stderr)
             return EXIT_INTERRUPTED

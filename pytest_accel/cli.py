@@ -201,6 +201,7 @@ def cmd_ab(options: argparse.Namespace) -> int:
         max_minutes=options.max_minutes,
         out=options.out,
         markdown=options.markdown,
+        operators=not options.no_operators,
     )
 
     def stop(signum: int, frame: object) -> None:  # a cancelled CI job ends like Ctrl-C: nothing left behind
@@ -267,6 +268,11 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--max-minutes", type=float, default=15.0, help="wall-time budget; no pair starts past it (15)")
     ab.add_argument("--out", type=Path, default=Path(".pytest-accel-ab"), help="folder for results (.pytest-accel-ab)")
     ab.add_argument("--markdown", type=Path, help="also write the table here (a CI job page)")
+    ab.add_argument(
+        "--no-operators",
+        action="store_true",
+        help="skip the profiling run per side that says which operators a regressed test changed (bisect)",
+    )
     ab.add_argument("pytest_args", nargs="*", help="after --: the pytest arguments, the same for both sides")
     ab.set_defaults(run=cmd_ab)
     return parser
