@@ -239,6 +239,7 @@ def explain(then: OperatorProfile | None, now: OperatorProfile) -> list[str]:
     floor = min((row.time_us(on_device) for row in then.rows), default=0.0)
     now_floor = min((row.time_us(on_device) for row in now.rows), default=0.0)
     least = _LISTED_SHARE * max(total_then, total_now)
+    host_least = _LISTED_SHARE * max(then.total_host_us, now.total_host_us)
     changes: list[tuple[float, str]] = []
     for row in then.rows:
         current = now.get(row.op)
@@ -257,9 +258,18 @@ def explain(then: OperatorProfile | None, now: OperatorProfile) -> list[str]:
         after = current.time_us(on_device)
         moved = after - before
         calls_changed = abs(current.calls - row.calls) >= max(0.5, 0.1 * row.calls)
+        calls = f", calls {row.calls:.3g} -> {current.calls:.3g}" if calls_changed else ""
         if abs(moved) >= least and (abs(moved) >= _OWN_CHANGE * before or calls_changed):
-            calls = f", calls {row.calls:.3g} -> {current.calls:.3g}" if calls_changed else ""
             changes.append((abs(moved), f"{row.op}: {_time(before)} -> {_time(after)} ({_signed(moved)}{calls})"))
+        elif on_device and calls_changed and abs(current.host_us - row.host_us) >= host_least:
+            # Launches that multiplied (a graph break): host time on the device's clock is zero.
+            host_moved = current.host_us - row.host_us
+            changes.append(
+                (
+                    abs(host_moved) * total_now / max(now.total_host_us, 1e-9),  # ranked on the device's scale
+                    f"{row.op}: host {_time(row.host_us)} -> {_time(current.host_us)} ({_signed(host_moved)}{calls})",
+                )
+            )
     for current in now.rows:
         if then.get(current.op) is not None:
             continue
