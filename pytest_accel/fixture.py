@@ -27,7 +27,7 @@ from pytest_accel.core.units import format_bytes, format_seconds
 from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
 from pytest_accel.engine.machine import HostShare, state_probe_bytes, state_probes
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
-from pytest_accel.engine.operators import profile_operators
+from pytest_accel.engine.operators import TraceError, profile_operators
 from pytest_accel.judgement.gate import RECORD_HINT, Judgement
 from pytest_accel.judgement.verdict import Outcome, VerdictRecord
 
@@ -208,17 +208,23 @@ class Throughput:
         # A trace per regression (and per measurement with always); not at update: a nightly
         # recording would write one for every test, tens of MB each on a GPU.
         trace = plan.trace(result.name) if plan.trace is not None and (regressed or plan.always) else None
+        written = ""
         try:
             table = profile_operators(fn, self._device, result.seconds_per_call, trace)
+            written = "" if trace is None else f"trace: {trace}"
+        except TraceError as error:
+            table, written, trace = error.profile, str(error), None
         except Exception as error:  # the verdict stands; the line says why it is unexplained
+            table, written = None, ""
             lines = [absent_line(f"the profile failed: {type(error).__name__}: {error}")]
-        else:
+        if table is not None:
             baseline = judgement.baseline
             lines = explain(None if baseline is None else baseline.operators, table)
             result = replace(result, operators=table.top())
             if trace is not None:
                 plan.on_trace(trace)
-                lines.append(f"trace: {trace}")
+            if written:
+                lines.append(written)
         if regressed:
             record = replace(record, operators=tuple(lines))
             failure = _with_lines(str(failure), lines)

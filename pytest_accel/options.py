@@ -151,7 +151,7 @@ class AccelOptions:
     stale: bool  # --accel-stale: list entries of tests that no longer exist, and exit
     prune: bool  # --accel-prune: remove them
     operators: str = "auto"  # when operator tables are taken: auto, always or off (OPERATOR_CHOICES)
-    trace_dir: Path | None = None  # --accel-trace: write the Chrome trace of each profile taken there
+    trace_dir: Path | None = None  # --accel-trace: the Chrome trace of each regressed workload goes there
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AccelOptions:

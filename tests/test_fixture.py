@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -239,3 +240,23 @@ def test_tables_are_taken_after_the_rounds_at_update_only_when_asked() -> None:
     assert m.operators is not None and m.operators.get("aten::mm") is not None
     quiet, _ = make(operators=OperatorPlan())  # an unchanged verdict, no update: no profile at all
     assert quiet(work, items=1, unit="calls").operators is None
+
+
+def test_a_trace_that_cannot_be_written_keeps_the_diff(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_accel.core.operators import OperatorProfile
+    from pytest_accel.engine.operators import TraceError
+
+    table = OperatorProfile.from_events("cpu", 1, [("aten::mm", 1, 10.0, None)])
+
+    def unwritable(*args: Any, **kwargs: Any) -> None:
+        raise TraceError("trace not written to /ro/t.json: Read-only file system", table)
+
+    monkeypatch.setattr("pytest_accel.fixture.profile_operators", unwritable)
+    plan = OperatorPlan(trace=lambda metric: Path("/ro/t.json"))
+    fixture, recorded = make(judge=_regressed, operators=plan)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        fixture(work, items=1, unit="calls")
+    message = str(failed.value)
+    assert "  operators: no diff (the baseline entry has no operator table" in message
+    assert "  trace not written to /ro/t.json: Read-only file system" in message
+    assert recorded[0][0].operators == table

@@ -23,7 +23,7 @@ from pytest_accel.core.measurement import DEFAULT_METRIC
 from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.engine.devices.base import Device
 
-__all__ = ["PROFILE_SECONDS", "OperatorProfileError", "profile_calls", "profile_operators", "trace_path"]
+__all__ = ["PROFILE_SECONDS", "OperatorProfileError", "TraceError", "profile_calls", "profile_operators", "trace_path"]
 
 # Workload time one profile aims at: enough calls that a table per call is not one call's luck,
 # few enough that a long workload (a 2048-token generation) is profiled once.
@@ -37,6 +37,14 @@ _NAME_CHARS = 150
 
 class OperatorProfileError(Exception):
     """The profile could not be taken (the verdict stands without its diff)."""
+
+
+class TraceError(Exception):
+    """The table was taken but its trace could not be written; ``profile`` holds the table."""
+
+    def __init__(self, message: str, profile: OperatorProfile) -> None:
+        super().__init__(message)
+        self.profile = profile
 
 
 def profile_calls(seconds_per_call: float) -> int:
@@ -108,7 +116,11 @@ def profile_operators(
         events.append((event.key, int(event.count), float(event.self_cpu_time_total), float(device_us or 0.0)))
     if not events:
         raise OperatorProfileError("the profiler saw no operator (does the workload run torch operations?)")
+    table = OperatorProfile.from_events(kind if kind in ("cuda", "hpu") else "cpu", calls, events)
     if trace is not None:
-        trace.parent.mkdir(parents=True, exist_ok=True)
-        prof.export_chrome_trace(str(trace))
-    return OperatorProfile.from_events(kind if kind in ("cuda", "hpu") else "cpu", calls, events)
+        try:
+            trace.parent.mkdir(parents=True, exist_ok=True)
+            prof.export_chrome_trace(str(trace))
+        except OSError as error:  # a full disk or a read-only folder must not cost the diff
+            raise TraceError(f"trace not written to {trace}: {error.strerror or error}", table) from None
+    return table
