@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import FAST_OPTIONS
+from support import FAST_OPTIONS, run_judged
 
 # A CPU-bound workload whose amount of work a file controls ("0.001" -> 10 matmuls, about 1 ms), so
 # "0.003" is 3x the work. CPU-bound on purpose: the verdict normalises by a matmul probe, which a
@@ -84,7 +84,7 @@ def test_unchanged_code_passes_against_its_baseline(recorded: pytest.Pytester) -
 
 def test_a_slowdown_fails_its_own_test_with_the_figures(recorded: pytest.Pytester) -> None:
     (recorded.path / "duration.txt").write_text("0.003")
-    result = recorded.runpytest(*OPTIONS)
+    result = run_judged(recorded, *OPTIONS)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
@@ -187,7 +187,7 @@ def test_strict_fails_a_noisy_verdict(recorded: pytest.Pytester) -> None:
 
 def test_a_regression_is_confirmed_in_a_fresh_process(recorded: pytest.Pytester) -> None:
     (recorded.path / "duration.txt").write_text("0.003")
-    result = recorded.runpytest(*OPTIONS)
+    result = run_judged(recorded, *OPTIONS)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*confirmed in a fresh process: time +*"])
 
@@ -213,6 +213,6 @@ def test_a_slowdown_of_one_process_only_does_not_fail(recorded: pytest.Pytester)
 
 def test_fresh_process_confirmation_can_be_turned_off(recorded: pytest.Pytester) -> None:
     (recorded.path / "duration.txt").write_text("0.003")
-    result = recorded.runpytest(*OPTIONS, "-o", "accel_fresh_process_confirmation=false")
+    result = run_judged(recorded, *OPTIONS, "-o", "accel_fresh_process_confirmation=false")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.no_fnmatch_line("*fresh process*")

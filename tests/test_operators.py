@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from support import FAST_OPTIONS
+from support import FAST_OPTIONS, run_judged
 
 from pytest_accel.cli import main
 from pytest_accel.core.measurement import Measurement
@@ -236,8 +236,8 @@ def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(perf_pytes
     assert len(operators["ops"]) <= STORED_OPERATORS and operators["calls"] >= 1
 
     (perf_pytester.path / "repeat.txt").write_text("3")
-    result = perf_pytester.runpytest(
-        *OPTIONS, "--accel-trace", "traces", "--accel-json", "out.json", "--accel-markdown", "summary.md"
+    result = run_judged(
+        perf_pytester, *OPTIONS, "--accel-trace", "traces", "--accel-json", "out.json", "--accel-markdown", "summary.md"
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -267,11 +267,11 @@ def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(perf_pytes
     document = json.loads(stored.read_text())  # an entry recorded before tables existed
     del document["entries"]["test_attn.py::test_attention"]["throughput"]["operators"]
     stored.write_text(json.dumps(document))
-    result = perf_pytester.runpytest(*OPTIONS)
+    result = run_judged(perf_pytester, *OPTIONS)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*operators: no diff (the baseline entry has no operator table: record it again*"])
 
-    result = perf_pytester.runpytest(*OPTIONS, "--accel-operators", "off")
+    result = run_judged(perf_pytester, *OPTIONS, "--accel-operators", "off")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*operators: no diff (operator profiles are off in this run*"])
 
