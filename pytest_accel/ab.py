@@ -494,7 +494,7 @@ def write_outputs(sitting: Sitting, code: int) -> str:
     for key, track in sorted(sitting.tracks.items()):
         if track.operators:
             text += f"\n{display_name(*key)}, operators (base -> head):\n\n```\n" + "\n".join(track.operators)
-            text += f"\n```\ntraces: {out}/traces/base, {out}/traces/head\n"
+            text += "\n```\n" + (f"traces: {out}/traces/base, {out}/traces/head\n" if (out / "traces").is_dir() else "")
     document = {
         "schema": AB_SCHEMA,
         "base": sitting.sides["base"].describe(),

@@ -208,23 +208,21 @@ class Throughput:
         # A trace per regression (and per measurement with always); not at update: a nightly
         # recording would write one for every test, tens of MB each on a GPU.
         trace = plan.trace(result.name) if plan.trace is not None and (regressed or plan.always) else None
-        written = ""
         try:
             table = profile_operators(fn, self._device, result.seconds_per_call, trace)
-            written = "" if trace is None else f"trace: {trace}"
-        except TraceError as error:
-            table, written, trace = error.profile, str(error), None
+            note = "" if trace is None else f"trace: {trace}"
+        except TraceError as error:  # the table was taken: only its trace is missing
+            table, note, trace = error.profile, str(error), None
         except Exception as error:  # the verdict stands; the line says why it is unexplained
-            table, written = None, ""
-            lines = [absent_line(f"the profile failed: {type(error).__name__}: {error}")]
-        if table is not None:
+            table, note = None, absent_line(f"the profile failed: {type(error).__name__}: {error}")
+        if table is None:
+            lines = [note]
+        else:
             baseline = judgement.baseline
-            lines = explain(None if baseline is None else baseline.operators, table)
+            lines = [*explain(None if baseline is None else baseline.operators, table), *([note] if note else [])]
             result = replace(result, operators=table.top())
             if trace is not None:
                 plan.on_trace(trace)
-            if written:
-                lines.append(written)
         if regressed:
             record = replace(record, operators=tuple(lines))
             failure = _with_lines(str(failure), lines)

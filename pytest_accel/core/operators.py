@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any, final
 
 from pytest_accel.core.units import format_seconds
-from pytest_accel.core.validation import Invalid, finite, show, text
+from pytest_accel.core.validation import Invalid, at_least_zero, show, text
+from pytest_accel.core.validation import count as _count
 
 __all__ = [
     "ACTIVITIES",
@@ -167,26 +168,13 @@ class OperatorProfile:
             calls=calls,
             rows=rows,
             total_host_us=_micros(data.get("total_host_us"), f"{path}['total_host_us']"),
-            total_device_us=_optional_micros(data.get("total_device_us"), f"{path}['total_device_us']"),
+            total_device_us=at_least_zero(data.get("total_device_us"), f"{path}['total_device_us']", optional=True),
             others=others,
         )
 
 
-def _count(value: object, path: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise Invalid(path, f"expected an integer >= {minimum}, got {show(value)}")
-    return value
-
-
 def _micros(value: object, path: str) -> float:
-    number = finite(value)
-    if number is None or number < 0:
-        raise Invalid(path, f"expected a finite number >= 0 (microseconds), got {show(value)}")
-    return number
-
-
-def _optional_micros(value: object, path: str) -> float | None:
-    return None if value is None else _micros(value, path)
+    return float(at_least_zero(value, path, optional=False) or 0.0)
 
 
 def _row(item: object, path: str) -> OperatorRow:
@@ -199,7 +187,7 @@ def _row(item: object, path: str) -> OperatorRow:
         op=text(item.get("op"), f"{path}['op']"),
         calls=_micros(item.get("calls"), f"{path}['calls']"),
         host_us=_micros(item.get("host_us"), f"{path}['host_us']"),
-        device_us=_optional_micros(item.get("device_us"), f"{path}['device_us']"),
+        device_us=at_least_zero(item.get("device_us"), f"{path}['device_us']", optional=True),
     )
 
 

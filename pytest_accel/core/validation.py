@@ -13,8 +13,10 @@ from collections.abc import Mapping
 __all__ = [
     "SAMPLES_PROBLEM",
     "Invalid",
+    "at_least_zero",
     "byte_count",
     "check_plain_json",
+    "count",
     "decode_json",
     "encodable",
     "finite",
@@ -79,6 +81,21 @@ def positive(value: object, path: str) -> float:
     if number is None or number <= 0:
         raise Invalid(path, f"expected a positive finite number, got {show(value)}")
     return number
+
+
+def at_least_zero(value: object, path: str, *, optional: bool) -> float | None:
+    if value is None and optional:
+        return None
+    number = finite(value)
+    if number is None or number < 0:
+        raise Invalid(path, f"expected {'null or ' if optional else ''}a finite number >= 0, got {show(value)}")
+    return number
+
+
+def count(value: object, path: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise Invalid(path, f"expected an integer >= {minimum}, got {show(value)}")
+    return value
 
 
 def samples(value: object, path: str, *, allow_empty: bool) -> tuple[float, ...]:

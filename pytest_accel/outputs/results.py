@@ -13,8 +13,10 @@ from pytest_accel.core.measurement import DEFAULT_METRIC, Measurement, display_n
 from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.validation import (
     Invalid,
+    at_least_zero,
     byte_count,
     check_plain_json,
+    count,
     decode_json,
     encodable,
     finite,
@@ -188,21 +190,6 @@ def _line_of(text: str, index: int, test: object) -> str:
     return f", line {text.count(chr(10), 0, start) + 1}"
 
 
-def _count(value: object, where: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise Invalid(where, f"expected an integer >= {minimum}, got {show(value)}")
-    return value
-
-
-def _at_least_zero(value: object, where: str, *, optional: bool) -> float | None:
-    if value is None and optional:
-        return None
-    number = finite(value)
-    if number is None or number < 0:
-        raise Invalid(where, f"expected {'null or ' if optional else ''}a finite number >= 0, got {show(value)}")
-    return number
-
-
 def _seconds(value: object, where: str) -> tuple[float, ...]:
     values = samples(value, where, allow_empty=True)
     low, high = SECONDS_RANGE
@@ -245,12 +232,12 @@ def _measurement(entry: dict[str, Any]) -> Measurement:
         unit=text_of(entry.get("unit"), "unit"),
         items_per_call=positive(entry.get("items_per_call"), "items_per_call"),
         samples=sampled,
-        calls_per_round=_count(entry.get("calls_per_round", 1), "calls_per_round", 1),
-        warmup_calls=_count(entry.get("warmup_calls", 0), "warmup_calls", 0),
-        warmup_seconds=float(_at_least_zero(entry.get("warmup_seconds", 0.0), "warmup_seconds", optional=False) or 0),
+        calls_per_round=count(entry.get("calls_per_round", 1), "calls_per_round", 1),
+        warmup_calls=count(entry.get("warmup_calls", 0), "warmup_calls", 0),
+        warmup_seconds=float(at_least_zero(entry.get("warmup_seconds", 0.0), "warmup_seconds", optional=False) or 0),
         warmup_settled=warmup_settled,
-        flops_per_call=_at_least_zero(entry.get("flops_per_call"), "flops_per_call", optional=True),
-        bytes_per_call=_at_least_zero(entry.get("bytes_per_call"), "bytes_per_call", optional=True),
+        flops_per_call=at_least_zero(entry.get("flops_per_call"), "flops_per_call", optional=True),
+        bytes_per_call=at_least_zero(entry.get("bytes_per_call"), "bytes_per_call", optional=True),
         peak_memory_bytes=byte_count(entry.get("peak_memory_bytes"), "peak_memory_bytes"),
         device_key=text_of(entry.get("device_key", "unknown"), "device_key"),
         probe_samples=probes,
