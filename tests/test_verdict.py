@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.stats import mann_whitney_p, quantile, ratio_confidence_interval
+from pytest_accel.core.stats import mann_whitney_p, quantile, ratio_confidence_interval, relative_spread
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.gate import run_gate
 from pytest_accel.judgement.verdict import (
@@ -137,6 +137,52 @@ def test_a_spread_far_above_the_baseline_is_noisy() -> None:
     verdict = judge_time(observation(0.01, spread=0.5, seed=4), observation(0.01), POLICY)
     assert verdict.outcome is Outcome.NOISY
     assert "too unsteady" in verdict.reason
+
+
+def test_a_slowdown_that_also_widened_the_spread_is_regressed_not_noisy() -> None:
+    # A kernel that fell back from flash to math: 3x slower and ±35% from round to round, on a
+    # machine that stayed steady. Every round is beyond the baseline's slow end: not the machine.
+    verdict = judge_time(observation(0.03, spread=0.35, seed=4), observation(0.01), POLICY)
+    assert verdict.outcome is Outcome.REGRESSED, verdict.reason
+    assert "fastest quarter of rounds is slower than the slow end of the baseline" in verdict.reason
+    assert verdict.ratio is not None and verdict.ratio > 2.5
+
+
+def test_bursts_that_slow_most_rounds_but_not_the_fast_quarter_stay_noisy() -> None:
+    # A neighbour's bursts hit 60% of the rounds (1.3-2x): the median moved far beyond the
+    # tolerance, but the fast rounds are as they were, so the machine, not the code, is suspect.
+    rng = random.Random(5)
+    times = [0.01 * (rng.uniform(1.3, 2.0) if index % 5 < 3 else 1 + rng.gauss(0, 0.02)) for index in range(30)]
+    verdict = judge_time(Observation(times, [1e-3] * 30), observation(0.01), POLICY)
+    assert verdict.outcome is Outcome.NOISY and "too unsteady" in verdict.reason
+
+
+def test_the_slow_end_includes_a_slower_recorded_run() -> None:
+    # The latest recording was fast, an earlier one 40% slower: a run 1.3x the latest is within
+    # what the baseline has seen, so a wide spread there stays noisy.
+    then = Observation(noisy(0.01, 0.02), [1e-3] * 30, run_medians=(10.0, 14.0, 10.2))
+    now = Observation(noisy(0.013, 0.4, seed=6), [1e-3] * 30)
+    verdict = judge_time(now, then, POLICY)
+    assert verdict.outcome is Outcome.NOISY and "too unsteady" in verdict.reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(min_value=1.0, max_value=20.0), min_size=4, max_size=40),
+    st.integers(min_value=0, max_value=1000),
+)
+def test_a_wide_spread_with_a_quarter_of_rounds_untouched_is_never_regressed(bursts: list[float], seed: int) -> None:
+    """Whatever a neighbour does to the other rounds, if a third of them ran at the baseline's
+    centre, a run whose spread is above the limit is noisy, never regressed."""
+    untouched = len(bursts) // 2 + 2  # a third or more of all rounds
+    times = [0.01 * factor for factor in bursts] + [0.01] * untouched
+    random.Random(seed).shuffle(times)
+    now = Observation(times, [1e-3] * len(times))
+    then = observation(0.01)
+    verdict = judge_time(now, then, POLICY)
+    limit = max(POLICY.noisy_spread_floor, POLICY.noisy_spread_factor * relative_spread(then.normalized))
+    if relative_spread(now.normalized) > limit:
+        assert verdict.outcome is Outcome.NOISY and "too unsteady" in verdict.reason
 
 
 def test_a_probe_far_off_its_baseline_is_noisy() -> None:
