@@ -53,6 +53,29 @@ def test_every_probe_is_timed_and_its_median_kept() -> None:
     assert 20 // STATE_EVERY >= 5  # enough samples of each at the minimum round count
 
 
+def test_a_probe_is_timed_from_its_own_warm_caches_not_the_workloads_leftovers() -> None:
+    """A workload that evicts the probe's buffer makes the probe's next call slow (3x here): that is
+    the workload's footprint, not the machine's state, and must not reach the state."""
+    clock = FakeClock()
+    evicted = [False]
+
+    def fn() -> object:
+        clock.now += 0.001
+        evicted[0] = True
+        return 1.0
+
+    def gather() -> object:
+        clock.now += 0.003 if evicted[0] else 0.001
+        evicted[0] = False
+        return 1.0
+
+    _, compute = workload(clock, constant(0.002))
+    config = MeasureConfig(measure_seconds=0.2, round_seconds=0.002, min_rounds=20, max_rounds=20)
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=config,
+                     probe=compute, state_probes={"latency": gather})  # fmt: skip
+    assert result.state["latency"] == pytest.approx(0.001)
+
+
 def test_without_state_probes_the_state_is_the_reference_kernel_alone() -> None:
     clock = FakeClock()
     _, fn = workload(clock, constant(0.001))

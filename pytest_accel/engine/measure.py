@@ -333,7 +333,14 @@ class _StateProbes:
         self._samples: dict[str, list[float]] = {name: [] for name in probes}
 
     def sample(self) -> None:
-        """One round of each probe (the first call of a probe warms it up and sizes its rounds)."""
+        """One round of each probe (the first call of a probe warms it up and sizes its rounds).
+
+        Each round follows one untimed call of its probe: a probe measures the machine, so it starts
+        from its own warm caches, not from what the workload's round just left there. Without it, a
+        workload whose footprint grew (an SDPA call that fell back from flash to math) evicts the
+        probes' buffers and reads to the verdict as a machine in another state: the random gather
+        took 1.31x as long on a quiet VM. A neighbour's traffic during the round still shows.
+        """
         for name, probe in self._probes.items():
             if name not in self._calls:
                 times, _, _ = _warm_up(probe, self._timer, self._mark_step, self._config)
@@ -341,6 +348,8 @@ class _StateProbes:
                 budget = self._config.round_seconds * self._config.probe_round_fraction
                 self._calls[name] = max(1, math.ceil(budget / estimate))
             calls = self._calls[name]
+            probe()
+            self._mark_step()
             _timed_round(probe, calls, self._timer, self._mark_step)
             self._samples[name].append(_check_duration(self._timer.stop(), f"{name} probe round") / calls)
 
