@@ -27,7 +27,7 @@ from pytest_accel.engine.operators import trace_path
 from pytest_accel.engine.provenance import run_provenance
 from pytest_accel.fixture import OperatorPlan, Throughput
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, run_history, state_history
-from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process
+from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process, inherited_options
 from pytest_accel.judgement.gate import Gate, GateMode
 from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.options import AccelOptions
@@ -136,6 +136,7 @@ class AccelSession:
                 foreign_cpu_margin=options.policy.foreign_cpu_margin,
                 confirmations=options.confirmations,
                 cpu_threads=getattr(device, "threads", None),
+                inherited=inherited_options(self.config.invocation_params.args, self.config.invocation_params.dir),
             )
             mode = GateMode(
                 update=options.update,

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from support import FAST_OPTIONS, run_judged
 
+from pytest_accel.judgement.confirm import inherited_options
+
 # A CPU-bound workload whose amount of work a file controls ("0.001" -> 10 matmuls, about 1 ms), so
 # "0.003" is 3x the work. CPU-bound on purpose: the verdict normalises by a matmul probe, which a
 # sleep would not track.
@@ -209,6 +211,39 @@ def test_a_slowdown_of_one_process_only_does_not_fail(recorded: pytest.Pytester)
     ]
     assert sleep["verdict"]["outcome"] != "regressed"
     assert "a fresh process did not confirm it" in sleep["verdict"]["time"]["reason"]
+
+
+def test_the_confirmation_process_loads_the_plugins_this_run_loaded(recorded: pytest.Pytester) -> None:
+    # The slowdown comes from a plugin given with -p, as a plugin that patches a kernel would make it
+    # (benchmarks/force_math_sdpa.py). A child without it measured other code and refuted the
+    # regression: the flash -> math switch read "a fresh process did not confirm it" (2026-12-01).
+    recorded.makepyfile(slower="REPS = 30\n")
+    recorded.makepyfile(
+        test_sleepy=SLEEPER.replace(
+            'reps = round(float(pathlib.Path("duration.txt").read_text()) * 10_000)',
+            'import sys\n    reps = sys.modules["slower"].REPS if "slower" in sys.modules else 10',
+        )
+    )
+    recorded.syspathinsert()
+    result = run_judged(recorded, *OPTIONS, "-p", "slower")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*confirmed in a fresh process: time +*"])
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["-p", "myplugin", "perf_tests", "-k", "flash"], ["-p", "myplugin"]),
+        (["-pmyplugin", "-Werror", "-o", "a=1", "-ob=2"], ["-pmyplugin", "-Werror", "-o", "a=1", "-ob=2"]),
+        (["-c", "ci.ini", "--rootdir=sub", "--import-mode", "importlib"],
+         ["-c", "/work/ci.ini", "--rootdir=/work/sub", "--import-mode", "importlib"]),
+        (["--confcutdir", "/abs", "--noconftest", "-x", "--accel-json", "out.json"],
+         ["--confcutdir", "/abs", "--noconftest"]),
+        (["-p"], []),  # a dangling option (pytest would have refused it) is dropped, not crashed on
+    ],
+)  # fmt: skip
+def test_options_that_decide_what_code_runs_are_inherited(args: list[str], expected: list[str]) -> None:
+    assert inherited_options(args, Path("/work")) == tuple(expected)
 
 
 def test_fresh_process_confirmation_can_be_turned_off(recorded: pytest.Pytester) -> None:

@@ -4,7 +4,8 @@ Re-measuring in the same process cannot clear a process-level bias: memory layou
 placement and allocator state shift a process's figures as a whole (seen here: the same kernel's
 probe-normalised median differed by up to 10% between fresh processes). So a regression that
 survived the in-process confirmations is measured once more by a child ``pytest`` running only
-that test, with the same device, profile, thresholds and baselines; the test fails only if the
+that test, with the same device, profile, thresholds and baselines, and the parent's options that
+decide what code runs (``-p`` plugins, config file, ini overrides); the test fails only if the
 child agrees. The child does not spawn children of its own (``FRESH_PROCESS_ENV``).
 """
 
@@ -15,14 +16,21 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
 from pytest_accel.judgement.verdict import VerdictRecord
 
-__all__ = ["FRESH_PROCESS_ENV", "ChildSettings", "FreshVerdict", "confirm_in_fresh_process", "in_fresh_process"]
+__all__ = [
+    "FRESH_PROCESS_ENV",
+    "ChildSettings",
+    "FreshVerdict",
+    "confirm_in_fresh_process",
+    "in_fresh_process",
+    "inherited_options",
+]
 
 FRESH_PROCESS_ENV = "PYTEST_ACCEL_CONFIRMING"
 # A child that has not answered in this long is abandoned; the in-process verdict then stands.
@@ -54,10 +62,12 @@ class ChildSettings:
     foreign_cpu_margin: float
     confirmations: int
     cpu_threads: int | None  # the CPU device's thread count; None on accelerators
+    inherited: tuple[str, ...] = ()  # the parent's options that decide what code runs (inherited_options)
 
     def arguments(self) -> list[str]:
-        """The child's pytest options."""
+        """The child's pytest options: the inherited ones first, so this run's resolved settings win."""
         options = [
+            *self.inherited,
             "--accel-device", self.device, "--accel-profile", self.profile,
             "--accel-baselines", str(self.baselines), "--accel-measure-seconds", str(self.measure_seconds),
             "-o", f"accel_tolerance={self.tolerance}",
@@ -68,6 +78,43 @@ class ChildSettings:
             "-o", f"accel_warmup_max_seconds={self.warmup_max_seconds}",
         ]  # fmt: skip
         return [*options, "--accel-cpu-threads", str(self.cpu_threads)] if self.cpu_threads else options
+
+
+# Options that decide which code a test runs and how pytest is configured: a plugin loaded with
+# ``-p`` (one that patches a kernel, say), the config file, ini overrides, the import mode, warning
+# filters. A child without them would measure other code than the parent and "refute" its regression.
+_WITH_VALUE = frozenset({"-p", "-c", "--config-file", "--rootdir", "--import-mode", "-o", "--override-ini",
+                         "-W", "--pythonwarnings", "--confcutdir"})  # fmt: skip
+_FLAGS = frozenset({"--noconftest"})
+_PATHS = frozenset({"-c", "--config-file", "--rootdir", "--confcutdir"})  # relative to the parent's directory
+
+
+def inherited_options(args: Sequence[str], invocation_dir: Path) -> tuple[str, ...]:
+    """The options of a pytest command line (``args``) that a confirmation child must repeat.
+
+    Accepts the spellings pytest does: ``-p name``, ``-pname``, ``--rootdir dir``, ``--rootdir=dir``.
+    Paths are made absolute against ``invocation_dir``: the child runs from the root directory.
+    """
+    kept: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        name, equals, value = arg.partition("=")
+        if arg in _FLAGS:
+            kept.append(arg)
+        elif name.startswith("--") and name in _WITH_VALUE and equals:
+            kept.append(f"{name}={_absolute(name, value, invocation_dir)}")
+        elif arg in _WITH_VALUE and index + 1 < len(args):
+            kept += [arg, _absolute(arg, args[index + 1], invocation_dir)]
+            index += 1
+        elif not arg.startswith("--") and arg[:2] in _WITH_VALUE and len(arg) > 2:
+            kept.append(arg[:2] + _absolute(arg[:2], arg[2:], invocation_dir))
+        index += 1
+    return tuple(kept)
+
+
+def _absolute(option: str, value: str, invocation_dir: Path) -> str:
+    return str(invocation_dir / value) if option in _PATHS and not Path(value).is_absolute() else value
 
 
 def in_fresh_process() -> bool:
