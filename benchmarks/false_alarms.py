@@ -8,7 +8,8 @@ neighbour this project's users have beside it: a second ``pytest perf_tests --de
 bound kernels, allocation, DataLoader worker processes), restarted whenever it finishes, writing
 nothing. Keeps every verdict and each run's wall time, and prints per scenario the count of each
 outcome, the regressed share, the wall time, and how many figures could see a 10% slowdown.
-Not a test: it takes about half an hour.
+Not a test: it takes about half an hour. ``--record N`` first records N baselines into a scratch
+folder and judges against those (for a host the committed baselines do not cover).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from neighbour import Neighbour
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def suite(results: Path) -> tuple[float, int]:
+def suite(results: Path, *extra: str) -> tuple[float, int]:
     """One run of the README's command; returns (wall seconds, exit code)."""
     started = time.monotonic()
     ran = subprocess.run(
         [sys.executable, "-m", "pytest", "perf_tests", "--device", "cpu", "-q", "-p", "no:cacheprovider",
-         "--accel-json", str(results)],
+         "--accel-json", str(results), *extra],
         cwd=ROOT, capture_output=True, text=True, timeout=3600,
     )  # fmt: skip
     return time.monotonic() - started, ran.returncode
@@ -90,6 +91,13 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("false-alarms-raw.json"))
     parser.add_argument("--summarize", action="store_true", help="only print the table of --out")
+    parser.add_argument(
+        "--record",
+        type=int,
+        default=0,
+        help="first record this many baselines into a scratch folder and judge against them, not the committed "
+        "ones (a host whose cache sizes differ from the recordings' sees every figure as new)",
+    )
     options = parser.parse_args()
     if options.summarize:
         print("\n".join(summarize(json.loads(options.out.read_text()))))
@@ -97,8 +105,14 @@ def main() -> None:
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
+        chosen: tuple[str, ...] = ()
+        if options.record:
+            chosen = ("--accel-baselines", str(folder / "baselines"))
+            for record in range(options.record):
+                seconds, code = suite(folder / f"record-{record}.json", *chosen, "--accel-update")
+                print(f"record {record + 1}: {seconds:.0f} s, exit {code}", flush=True)
         for run in range(options.quiet):
-            seconds, code = suite(folder / f"quiet-{run}.json")
+            seconds, code = suite(folder / f"quiet-{run}.json", *chosen)
             rows += collect(folder / f"quiet-{run}.json", "unchanged, quiet", run, seconds, code)
             options.out.write_text(json.dumps(rows, indent=1) + "\n")
             print(f"quiet run {run + 1}: {seconds:.0f} s, exit {code}", flush=True)
@@ -110,7 +124,7 @@ def main() -> None:
                 results = folder / f"busy-{run}.json"
                 process = subprocess.Popen(
                     [sys.executable, "-m", "pytest", "perf_tests", "--device", "cpu", "-q", "-p", "no:cacheprovider",
-                     "--accel-json", str(results)],
+                     "--accel-json", str(results), *chosen],
                     cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 )  # fmt: skip
                 started = time.monotonic()
