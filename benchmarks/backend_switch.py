@@ -96,6 +96,11 @@ def main() -> None:
             print(f"record {record + 1}: {seconds:.0f} s, exit {code}", flush=True)
             if code != 0:
                 sys.exit(f"recording failed:\n{tail}")
+        # The recorded run medians, kept beside the verdicts: a verdict is only as good as its baseline.
+        (recorded,) = baselines.glob("*/smoke.json")
+        entries = json.loads(recorded.read_text())["entries"]
+        runs = {test: entry["throughput"].get("run_medians") for test, entry in entries.items()}
+        options.out.with_suffix(".recordings.json").write_text(json.dumps(runs, indent=1) + "\n")
         for run in range(options.runs):
             for scenario, extra in (("unchanged", ()), ("SDPA forced to math", ("-p", "force_math_sdpa"))):
                 results = folder / f"{scenario[:4]}-{run}.json"

@@ -326,6 +326,16 @@ def test_between_run_spread_widens_the_interval() -> None:
     assert loose.high / loose.low > tight.high / tight.low
 
 
+def test_two_recordings_that_disagree_widen_the_interval_too() -> None:
+    # Two recordings 18% apart: their centre could be 9% off. Unchanged code near the lower one must
+    # not read as a sure speedup (nor, near the higher, as a sure slowdown).
+    then = Observation(noisy(0.011, 0.01), [1e-3] * 30, run_medians=(10.0, 12.0))
+    verdict = judge_time(observation(0.01, 0.01, seed=6), then, POLICY)
+    assert verdict.outcome is Outcome.UNCHANGED, verdict.reason
+    agreeing = Observation(noisy(0.011, 0.01), [1e-3] * 30, run_medians=(11.0, 11.0))
+    assert judge_time(observation(0.01, 0.01, seed=6), agreeing, POLICY).outcome is Outcome.IMPROVED
+
+
 def test_the_ratio_is_taken_against_the_centre_of_the_recorded_runs() -> None:
     # The latest samples say 10.0 (normalised), but three recordings centre on 8.0: now is +25%.
     then = Observation(noisy(0.01, 0.01), [1e-3] * 30, run_medians=(8.0, 8.1, 7.9))
