@@ -135,6 +135,27 @@ def test_a_state_beyond_the_tolerance_is_noisy_and_says_what_changed() -> None:
     assert "a large memory copy took 1.40x as long" in verdict.reason and "not judged" in verdict.reason
 
 
+def test_a_slowdown_far_beyond_what_the_state_could_explain_is_regressed() -> None:
+    """The copy moved enough to fake +25% in a workload bound by it; a 3x slowdown is not that."""
+    busy = {"compute": 1e-3, "memory": 4.2e-3, "latency": 1e-3}
+    verdict = judge_time(observation(0.03, busy), observation(0.01, runs=RECORDED), POLICY)
+    assert verdict.outcome is Outcome.REGRESSED, verdict.reason
+    assert "the machine's state could explain up to 25%: a large memory copy took 1.40x" in verdict.reason
+    assert verdict.reason.endswith("; this is beyond it")
+    assert verdict.low is not None and verdict.low > 1.05 * math.exp(0.2)  # the shift is off the lower bound
+
+
+@given(st.floats(min_value=1.0, max_value=3.0), st.floats(min_value=1.0, max_value=10.0))
+def test_a_state_shift_never_lets_through_a_slowdown_it_could_explain(memory: float, slowdown: float) -> None:
+    """Whatever the copy did and however slow the figure, a regression called beside a large shift
+    has a ratio beyond the tolerance times everything the shift could explain."""
+    state = {"compute": 1e-3, "memory": 3e-3 * memory, "latency": 1e-3}
+    verdict = judge_time(observation(0.01 * slowdown, state), observation(0.01, runs=RECORDED), POLICY)
+    shift = state_shift(state, RECORDED, POLICY.state_noise_floor).slower
+    if verdict.outcome is Outcome.REGRESSED and shift > math.log1p(POLICY.tolerance):
+        assert verdict.ratio is not None and verdict.ratio > (1 + POLICY.tolerance) * math.exp(shift)
+
+
 def test_a_small_state_shift_widens_the_interval_and_the_detectable_slowdown() -> None:
     slight = {"compute": 1e-3, "memory": 3.5e-3, "latency": 1e-3}  # +4% beyond the range and the 10% floor
     steady = judge_time(observation(0.0101, QUIET), observation(0.01, runs=RECORDED), POLICY)
