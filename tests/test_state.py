@@ -269,7 +269,9 @@ def test_the_summary_says_how_many_figures_could_see_ten_percent() -> None:
     records = [recorded(0.06), recorded(0.08), recorded(0.25)]
     assert "(sees 6%)" in verdict_cell(records[0].verdict)
     lines = verdict_summary(records, "cpu-k/smoke", updating=False)
-    assert "accel: 2 of 3 judged figures could see a 10% slowdown; 1 only 25%-25% or more" in lines[-1]
+    assert "accel: 2 of 3 judged figures could see a 10% slowdown; 1 only 25% or more" in lines[-1]
+    lines = verdict_summary([*records, recorded(0.4)], "cpu-k/smoke", updating=False)
+    assert "accel: 2 of 4 judged figures could see a 10% slowdown; 2 only 25%-40% or more" in lines[-1]
 
 
 def fake_proc(root: Path, busy: int, idle: int, own: tuple[int, int], child: tuple[int, int]) -> None:

@@ -92,8 +92,9 @@ def _sight_lines(records: Sequence[Recorded]) -> list[str]:
     blind = sorted(d for d in judged if d > _SIGHT)
     line = f"accel: {len(judged) - len(blind)} of {len(judged)} judged figures could see a {_SIGHT:.0%} slowdown"
     if blind:
-        smallest, largest = blind[0] * 100, blind[-1] * 100
-        line += f"; {len(blind)} only {smallest:.0f}%-{largest:.0f}% or more (a noisier machine or baseline)"
+        smallest, largest = f"{blind[0] * 100:.0f}%", f"{blind[-1] * 100:.0f}%"
+        sight = smallest if smallest == largest else f"{smallest}-{largest}"
+        line += f"; {len(blind)} only {sight} or more (a noisier machine or baseline)"
     return [line]
 
 
