@@ -336,10 +336,12 @@ class _StateProbes:
         """One round of each probe (the first call of a probe warms it up and sizes its rounds).
 
         Each round follows one untimed call of its probe: a probe measures the machine, so it starts
-        from its own warm caches, not from what the workload's round just left there. Without it, a
-        workload whose footprint grew (an SDPA call that fell back from flash to math) evicts the
-        probes' buffers and reads to the verdict as a machine in another state: the random gather
-        took 1.31x as long on a quiet VM. A neighbour's traffic during the round still shows.
+        from its own warm caches, not from what the workload's round just left there (a workload
+        whose footprint grew would otherwise evict the probe's buffers and read as a machine in
+        another state). A neighbour's traffic during the round still shows. On the 2-core VM this
+        did not change the readings measurably: there the gather's time relative to the matmul
+        wandered by itself (1.34-1.92x between runs), which the verdict handles by bounding, not
+        vetoing (docs/measurements.md, "Operator tables"). It costs one probe call per sample.
         """
         for name, probe in self._probes.items():
             if name not in self._calls:
