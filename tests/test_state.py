@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,6 +75,42 @@ def test_a_probe_is_timed_from_its_own_warm_caches_not_the_workloads_leftovers()
     result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=config,
                      probe=compute, state_probes={"latency": gather})  # fmt: skip
     assert result.state["latency"] == pytest.approx(0.001)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="minor page-fault counts are read from getrusage")
+def test_the_fresh_memory_probe_pays_a_fault_per_page_every_call_and_keeps_nothing() -> None:
+    """The allocator's state must not decide what it measures: every call maps, touches and unmaps."""
+    import resource
+
+    from pytest_accel.engine.devices.cpu import CpuDevice
+    from pytest_accel.engine.machine import _FRESH_BYTES, state_probes
+
+    fresh = state_probes(CpuDevice(threads=1))["fresh"]
+    fresh()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(5):
+        fresh()
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 5
+    pages = _FRESH_BYTES // resource.getpagesize()
+    # Transparent huge pages can serve the mapping in 2 MiB steps: at least one fault per huge page.
+    assert pages // 512 <= faults <= pages * 1.2
+    assert "fresh" not in state_probes(AcceleratorLike())  # a caching allocator maps nothing per call
+
+
+class AcceleratorLike:
+    """Just enough of a non-CPU device for ``state_probes`` to build its tensors on the CPU."""
+
+    kind = "cuda"
+
+    def torch_device(self) -> object:
+        import torch
+
+        return torch.device("cpu")
+
+    def autocast_dtype(self) -> object:
+        import torch
+
+        return torch.bfloat16
 
 
 def test_without_state_probes_the_state_is_the_reference_kernel_alone() -> None:

@@ -9,6 +9,7 @@ device and threads cancels most of that drift (docs/measurements.md has the figu
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from collections.abc import Callable
@@ -60,6 +61,13 @@ def reference_kernel(device: Device) -> Callable[[], object]:
 # memory contention does to pointer-chasing and indexing kernels). Accelerators: a 128 MiB copy
 # (256 MiB of traffic, past the largest L2 of current GPUs) and 1 Mi floats gathered from 128 MiB:
 # about 0.4 GiB held on the device during a measurement, which the fixture leaves out of the peak.
+# CPU only, a third: mapping 4 MiB of fresh memory and touching every page (1024 page faults, the
+# kernel zeroing each page; 2.6 ms on the 2-core VM), then unmapping it. A workload that allocates large temporaries pays
+# this every call (torch's math SDPA at the SD3 256 px smoke shape: about 17,000 faults, most of its
+# time); what a fault costs moves with the hypervisor and the host's other tenants, by 30% between
+# processes on a quiet 2-core VM, and the copy and the gather do not see it (docs/measurements.md).
+# Accelerators' caching allocators keep workloads from mapping memory per call: no such probe there.
+_FRESH_BYTES = 4 * 2**20
 _STATE_COPY_BYTES = {"cpu": 32 * 2**20, "accelerator": 128 * 2**20}
 _STATE_GATHER = {"cpu": (64 * 2**20, 128 * 2**10), "accelerator": (128 * 2**20, 2**20)}  # (buffer bytes, indices)
 _INDEX_BYTES = 8  # torch.randint's int64
@@ -79,7 +87,8 @@ def state_probe_bytes(device: Device) -> int:
 
 
 def state_probes(device: Device) -> dict[str, Callable[[], object]]:
-    """The machine-state probes: ``compute`` (the reference kernel), ``memory`` (a large copy), ``latency``.
+    """The machine-state probes: ``compute`` (the reference kernel), ``memory`` (a large copy), ``latency``
+    (a random gather) and, on the CPU, ``fresh`` (mapping and touching fresh memory: page faults).
 
     A neighbour that is itself a perf job (memory-bound kernels, allocation, processes) slows
     memory- and latency-bound workloads far more than a compute-bound matmul: one probe cannot see
@@ -96,11 +105,28 @@ def state_probes(device: Device) -> dict[str, Callable[[], object]]:
     generator = torch.Generator().manual_seed(4321)
     table = torch.ones(buffer_bytes // 4, dtype=torch.float32, device=where)
     index = torch.randint(0, table.numel(), (count,), generator=generator).to(where)
-    return {
+    probes: dict[str, Callable[[], object]] = {
         "compute": reference_kernel(device),
         "memory": lambda: target.copy_(source),
         "latency": lambda: torch.take(table, index),
     }
+    if device.kind == "cpu":
+        probes["fresh"] = _fresh_memory
+    return probes
+
+
+def _fresh_memory() -> None:
+    """Map ``_FRESH_BYTES`` of anonymous memory, write every page, unmap it: always fresh pages,
+    whatever state the process's allocator is in (an mmap of its own, not malloc)."""
+    import torch
+
+    mapping = mmap.mmap(-1, _FRESH_BYTES)
+    try:
+        view = torch.frombuffer(mapping, dtype=torch.uint8)
+        view.fill_(1)
+        del view  # the mapping cannot close while a tensor exports its buffer
+    finally:
+        mapping.close()
 
 
 _PROC = Path("/proc")

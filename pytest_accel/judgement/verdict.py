@@ -271,7 +271,12 @@ def host_shared(now: Mapping[str, float], recorded: Sequence[Mapping[str, float]
 
 
 # What each state probe's time says, for reasons (see engine/machine.py's state_probes).
-_STATE_NAMES = {"memory": "a large memory copy", "latency": "a random gather", "compute": "the reference kernel"}
+_STATE_NAMES = {
+    "memory": "a large memory copy",
+    "latency": "a random gather",
+    "fresh": "touching freshly mapped memory (page faults)",
+    "compute": "the reference kernel",
+}
 
 
 @final
