@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -278,6 +279,25 @@ def test_gate_drops_a_regression_that_does_not_reproduce() -> None:
     assert result.outcome is Outcome.UNCHANGED
     assert "did not confirm" in result.time.reason
     assert len(result.measurements) == 2  # stopped after the first non-confirming re-measurement
+
+
+def test_gate_remeasures_an_improvement_once_and_drops_it_when_it_does_not_reproduce() -> None:
+    # A false "improved" asks for a baseline refresh from a biased run: it is checked once too.
+    taken: list[Measurement] = []
+
+    def again(centre: float) -> Callable[[], Measurement]:
+        def measure_again() -> Measurement:
+            taken.append(measurement(centre, seed=len(taken) + 10))
+            return taken[-1]
+
+        return measure_again
+
+    dropped = run_gate(measurement(0.0085, seed=1), entry(0.01), POLICY, {}, again(0.01), confirmations=2)
+    assert dropped.outcome is Outcome.UNCHANGED and "re-measurement did not confirm it" in dropped.time.reason
+    kept = run_gate(measurement(0.0085, seed=1), entry(0.01), POLICY, {}, again(0.0085), confirmations=2)
+    assert kept.outcome is Outcome.IMPROVED and "confirmed by 1 re-measurement(s)" in kept.time.reason
+    assert len(taken) == 2  # one re-measurement each, not two
+    assert run_gate(measurement(0.0085, seed=1), entry(0.01), POLICY, {}, again(0.01), 0).outcome is Outcome.IMPROVED
 
 
 def test_gate_never_remeasures_what_is_not_suspect() -> None:

@@ -62,10 +62,11 @@ def reference_kernel(device: Device) -> Callable[[], object]:
 # (256 MiB of traffic, past the largest L2 of current GPUs) and 1 Mi floats gathered from 128 MiB:
 # about 0.4 GiB held on the device during a measurement, which the fixture leaves out of the peak.
 # CPU only, a third: mapping 4 MiB of fresh memory and touching every page (1024 page faults, the
-# kernel zeroing each page; 2.6 ms on the 2-core VM), then unmapping it. A workload that allocates large temporaries pays
-# this every call (torch's math SDPA at the SD3 256 px smoke shape: about 17,000 faults, most of its
-# time); what a fault costs moves with the hypervisor and the host's other tenants, by 30% between
-# processes on a quiet 2-core VM, and the copy and the gather do not see it (docs/measurements.md).
+# kernel zeroing each page; 2.6 ms on the 2-core VM), then unmapping it. A workload that allocates
+# large temporaries pays this every call (torch's math SDPA at the SD3 256 px smoke shape: about
+# 17,000 faults, most of its time); what a fault costs moves with the hypervisor and the host's
+# other tenants, by 30% between processes on a quiet 2-core VM, and the copy and the gather do not
+# see it (docs/measurements.md).
 # Accelerators' caching allocators keep workloads from mapping memory per call: no such probe there.
 _FRESH_BYTES = 4 * 2**20
 _STATE_COPY_BYTES = {"cpu": 32 * 2**20, "accelerator": 128 * 2**20}

@@ -89,10 +89,11 @@ def _observation(source: Measurement | BaselineEntry) -> Observation:
 
 
 def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
-    """A regressed time verdict after a fresh process re-measured it (see pytest_accel.judgement.confirm)."""
+    """A regressed (or improved) time verdict after a fresh process re-measured it (see
+    pytest_accel.judgement.confirm): it stands only if the fresh process says the same."""
     if fresh.outcome is None:
         return replace(first, reason=f"{first.reason}; no fresh-process confirmation: {fresh.detail}")
-    if fresh.outcome == Outcome.REGRESSED.value:
+    if fresh.outcome == first.outcome.value:
         return replace(first, reason=f"{first.reason}; confirmed in a fresh process: {fresh.detail}")
     return Verdict(
         Outcome(fresh.outcome),
@@ -122,7 +123,8 @@ def run_gate(
     confirmations: int,
     gate_memory: bool = True,
 ) -> GateResult:
-    """Judge ``measurement``; re-measure up to ``confirmations`` times while it looks regressed."""
+    """Judge ``measurement``; re-measure up to ``confirmations`` times while it looks regressed (once
+    while it looks improved)."""
     if entry is None:
         return GateResult(
             Verdict(Outcome.NEW, "time", "no baseline for this test on this device"), None, (measurement,)
@@ -140,10 +142,13 @@ def run_gate(
     first = judge_time(_observation(measurement), baseline, policy)
     taken = [measurement]
     again: list[Verdict] = []
-    while first.outcome is Outcome.REGRESSED and len(again) < confirmations:
+    # A suspected regression is re-measured up to ``confirmations`` times; a suspected improvement once
+    # (a false one asks the user to refresh the baseline from a biased run, which then cries wolf).
+    wanted = {Outcome.REGRESSED: confirmations, Outcome.IMPROVED: min(1, confirmations)}.get(first.outcome, 0)
+    while len(again) < wanted:
         taken.append(remeasure())
         again.append(judge_time(_observation(taken[-1]), baseline, policy))
-        if again[-1].outcome is not Outcome.REGRESSED:
+        if again[-1].outcome is not first.outcome:
             break
     memory = judge_memory(_observation(measurement), baseline, policy) if gate_memory else None
     return GateResult(combine(first, again), memory, tuple(taken))
@@ -200,8 +205,12 @@ class Gate:
         entry = self._entries().get((test, measurement.name))
         confirmations = 0 if mode.update else mode.confirmations
         gate = run_gate(measurement, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory)
-        if gate.time.outcome is Outcome.REGRESSED and mode.fresh_process is not None and not mode.update:
-            gate = replace(gate, time=self._confirm_in_fresh_process(test, measurement.name, gate.time))
+        if mode.fresh_process is not None and not mode.update:
+            if gate.time.outcome is Outcome.REGRESSED:
+                gate = replace(gate, time=self._confirm_in_fresh_process(test, measurement.name, gate.time))
+            elif gate.time.outcome is Outcome.IMPROVED:  # no storm rule: a refuted speedup fails nothing
+                fresh = confirm_in_fresh_process(test, measurement.name, self._rootdir, mode.fresh_process)
+                gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh))
         why = self._fails(gate.outcome)
         return Judgement(gate, None if why is None else self._message(test, gate, entry, why), entry)
 

@@ -22,7 +22,9 @@ Pure logic: no torch, no pytest. The rules, in order:
    beyond the tolerance, the verdict is noisy), a faster one the upper bound (a speedup could be).
    Every verdict carries the smallest slowdown it could have called (``detectable``).
 4. A REGRESSED time verdict is re-measured (the fixture does it) and stands only if every
-   confirmation also says REGRESSED; a confirmation that is NOISY makes the whole NOISY.
+   confirmation also says REGRESSED; a confirmation that is NOISY makes the whole NOISY. An
+   IMPROVED one is re-measured once, the same way: a false "improved" asks for a baseline refresh
+   from a biased run.
 5. Peak memory: growth beyond memory_tolerance and MEMORY_SLACK_BYTES    -> REGRESSED
 
 Why both tolerance and significance: on the 2-core machine the suite is calibrated on, the
@@ -487,16 +489,16 @@ def judge_memory(current: Observation, baseline: Observation, policy: VerdictPol
 
 
 def combine(first: Verdict, confirmations: Sequence[Verdict]) -> Verdict:
-    """Rule 4: a regression stands only if every re-measurement confirms it."""
-    if first.outcome is not Outcome.REGRESSED or not confirmations:
+    """Rule 4: a regression (or an improvement) stands only if every re-measurement confirms it."""
+    if first.outcome not in (Outcome.REGRESSED, Outcome.IMPROVED) or not confirmations:
         return first
     if any(v.outcome is Outcome.NOISY for v in confirmations):
         noisy = next(v for v in confirmations if v.outcome is Outcome.NOISY)
         return Verdict(Outcome.NOISY, first.metric, f"first {first.reason}; then {noisy.reason}")
-    if all(v.outcome is Outcome.REGRESSED for v in confirmations):
+    if all(v.outcome is first.outcome for v in confirmations):
         ratios = [first.ratio or 1.0, *(v.ratio or 1.0 for v in confirmations)]
         return Verdict(
-            Outcome.REGRESSED,
+            first.outcome,
             first.metric,
             f"{first.reason}; confirmed by {len(confirmations)} re-measurement(s) "
             f"({', '.join(_percent(r) for r in ratios[1:])})",
