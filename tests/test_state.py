@@ -113,6 +113,21 @@ class AcceleratorLike:
         return torch.bfloat16
 
 
+def test_a_state_probe_that_never_settles_costs_a_few_calls_not_the_warm_up_budget() -> None:
+    clock = FakeClock()
+    _, fn = workload(clock, constant(0.001))
+    _, compute = workload(clock, constant(0.002))
+    jumpy = iter([0.001, 0.002] * 100_000)  # +-50% from call to call: never within a 10% window
+    calls, fresh = workload(clock, jumpy)
+    config = MeasureConfig(measure_seconds=0.2, round_seconds=0.01, min_rounds=20, max_rounds=20)
+    measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=config,
+            probe=compute, state_probes={"fresh": fresh})  # fmt: skip
+    samples = 20 // STATE_EVERY
+    # 5 sizing calls (the last three's median: 1 ms), then per sample one warm call and a round of
+    # ceil(0.005 s / 1 ms) = 5 calls. Settling would have called it for the whole 3 s budget (2,000 calls).
+    assert calls[0] == 5 + samples * (1 + 5)
+
+
 def test_without_state_probes_the_state_is_the_reference_kernel_alone() -> None:
     clock = FakeClock()
     _, fn = workload(clock, constant(0.001))

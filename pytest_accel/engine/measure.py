@@ -58,6 +58,7 @@ _MAX_CALIBRATION_CALLS = 1 << 16
 # State probes run after every 4th workload round: 5 samples of each at the 20-round minimum, for
 # about +15% time (a copy round of half a workload round, a gather round of half, every 4 rounds).
 STATE_EVERY = 4
+_STATE_WARMUP_CALLS = 5  # untimed-for-the-figure calls that size a state probe's rounds
 
 
 @final
@@ -345,7 +346,13 @@ class _StateProbes:
         """
         for name, probe in self._probes.items():
             if name not in self._calls:
-                times, _, _ = _warm_up(probe, self._timer, self._mark_step, self._config)
+                # A few calls size the rounds; no settling: a probe that varies from call to call (the
+                # fresh-memory one does, with the cost of page faults) would otherwise spend the whole
+                # warm-up budget (3 s) in every measurement.
+                times = []
+                for _ in range(_STATE_WARMUP_CALLS):
+                    _timed_round(probe, 1, self._timer, self._mark_step)
+                    times.append(_check_duration(self._timer.stop(), f"{name} probe warm-up"))
                 estimate = median(times[-self._config.warmup_window :])
                 budget = self._config.round_seconds * self._config.probe_round_fraction
                 self._calls[name] = max(1, math.ceil(budget / estimate))
