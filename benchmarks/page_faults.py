@@ -3,7 +3,7 @@
     for i in 1 2 3 4 5 6; do python benchmarks/page_faults.py; done
 
 In a fresh process: torch's math SDPA at the suite's SD3 256 px smoke shape (2 x 24 x 410 x 64,
-one thread), the reference matmul (384^2 fp32), and mapping + touching 16 MiB of fresh memory;
+one thread), a 256^2 fp32 matmul, and mapping + touching 16 MiB of fresh memory;
 the medians of 10 rounds each, their ratios, and the minor page faults one SDPA call takes. If the
 SDPA's time over the fresh-memory time is steadier across processes than its time over the
 matmul's, page faults are what moves it.
@@ -23,7 +23,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 torch.set_num_threads(1)
 query = torch.randn(2, 24, 410, 64)
-matrix = torch.randn(384, 384)
+matrix = torch.randn(256, 256)
 
 
 def attention() -> object:
