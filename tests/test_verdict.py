@@ -300,6 +300,18 @@ def test_gate_remeasures_an_improvement_once_and_drops_it_when_it_does_not_repro
     assert run_gate(measurement(0.0085, seed=1), entry(0.01), POLICY, {}, again(0.01), 0).outcome is Outcome.IMPROVED
 
 
+def test_a_fresh_process_that_says_the_opposite_makes_it_noisy_never_regressed() -> None:
+    from pytest_accel.judgement.confirm import FreshVerdict
+    from pytest_accel.judgement.gate import with_fresh_confirmation
+
+    improved = judge_time(observation(0.0085, seed=1), observation(0.01), POLICY)
+    assert improved.outcome is Outcome.IMPROVED
+    flipped = with_fresh_confirmation(improved, FreshVerdict("regressed", "time +12%"))
+    assert flipped.outcome is Outcome.NOISY and "said the opposite" in flipped.reason
+    dropped = with_fresh_confirmation(improved, FreshVerdict("unchanged", "time -1%"))
+    assert dropped.outcome is Outcome.UNCHANGED and "did not confirm it" in dropped.reason
+
+
 def test_gate_never_remeasures_what_is_not_suspect() -> None:
     def fail() -> Measurement:
         raise AssertionError("re-measured an unchanged result")

@@ -95,8 +95,18 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
         return replace(first, reason=f"{first.reason}; no fresh-process confirmation: {fresh.detail}")
     if fresh.outcome == first.outcome.value:
         return replace(first, reason=f"{first.reason}; confirmed in a fresh process: {fresh.detail}")
+    outcome = Outcome(fresh.outcome)
+    if {outcome, first.outcome} == {Outcome.REGRESSED, Outcome.IMPROVED}:
+        # The processes disagree in direction: one process's measurement alone never fails a test.
+        return Verdict(
+            Outcome.NOISY,
+            "time",
+            f"this process said {first.reason}; a fresh process said the opposite: {fresh.detail}; not judged",
+            normalized=first.normalized,
+            detectable=first.detectable,
+        )
     return Verdict(
-        Outcome(fresh.outcome),
+        outcome,
         "time",
         f"this process said {first.reason}; a fresh process did not confirm it: {fresh.detail}",
         normalized=first.normalized,
