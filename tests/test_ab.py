@@ -182,16 +182,23 @@ def test_interrupted_sitting_leaves_no_worktree_and_no_process(repo: Path) -> No
     pids = repo.parent / "pids"
     pids.mkdir()
     command = [sys.executable, "-m", "pytest_accel", "ab", "--base", "good", *SELECTION]
+    # A shell without job control starts background jobs with SIGINT ignored, and a child inherits
+    # that: the interrupt would never arrive (seen when CI was started with "&"). As a terminal does.
     child = subprocess.Popen(
         command, cwd=repo, env={**os.environ, "PID_FOLDER": str(pids)}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not list(pids.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    (pid_file,) = list(pids.iterdir())
-    child.send_signal(signal.SIGINT)
-    _, stderr = child.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(pids.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (pid_file,) = list(pids.iterdir())
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+    finally:  # whatever failed above, leave no sitting behind to break the tests after this one
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
     assert child.returncode == 130, stderr
     assert "interrupted; worktrees removed, child processes stopped" in stderr
     with pytest.raises(ProcessLookupError):
