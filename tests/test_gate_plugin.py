@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import FAST_OPTIONS, run_judged
@@ -45,6 +46,20 @@ OPTIONS = (
 def baseline_file(pytester: pytest.Pytester) -> Path:
     (folder,) = (pytester.path / "bl").iterdir()
     return folder / "smoke.json"
+
+
+def sleep_result(pytester: pytest.Pytester) -> dict[str, Any]:
+    """test_sleep's result in the run's ``--accel-json out.json``."""
+    (sleep,) = [
+        r for r in json.loads((pytester.path / "out.json").read_text())["results"] if r["test"].endswith("::test_sleep")
+    ]
+    return sleep
+
+
+def assert_refuted_by_a_fresh_process(reason: str) -> None:
+    """The child refuted the suspect: within the tolerance ("did not confirm it"), or reading the
+    other way ("said the opposite": noisy)."""
+    assert "a fresh process did not confirm it" in reason or "a fresh process said the opposite" in reason, reason
 
 
 @pytest.fixture
@@ -107,9 +122,7 @@ def test_a_speedup_passes_and_asks_for_a_refresh(recorded: pytest.Pytester) -> N
     result = run_judged(recorded, *OPTIONS, "--accel-json", "out.json")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_sleep *improved -*%", "accel: 1 improved: faster than the baseline*"])
-    (sleep,) = [
-        r for r in json.loads((recorded.path / "out.json").read_text())["results"] if r["test"].endswith("::test_sleep")
-    ]
+    sleep = sleep_result(recorded)
     # Checked like a regression, before it asks for a refresh: once in the process, once in a fresh one.
     assert "confirmed by 1 re-measurement(s)" in sleep["verdict"]["time"]["reason"]
     assert "confirmed in a fresh process" in sleep["verdict"]["time"]["reason"]
@@ -126,13 +139,9 @@ def test_a_speedup_of_one_process_only_is_not_claimed(recorded: pytest.Pytester)
     )
     result = run_judged(recorded, *OPTIONS, "--accel-json", "out.json")
     result.assert_outcomes(passed=2)
-    (sleep,) = [
-        r for r in json.loads((recorded.path / "out.json").read_text())["results"] if r["test"].endswith("::test_sleep")
-    ]
+    sleep = sleep_result(recorded)
     assert sleep["verdict"]["outcome"] != "improved"
-    # The child refutes it: "did not confirm it", or "said the opposite" when it read the other way.
-    reason = sleep["verdict"]["time"]["reason"]
-    assert "a fresh process did not confirm it" in reason or "a fresh process said the opposite" in reason
+    assert_refuted_by_a_fresh_process(sleep["verdict"]["time"]["reason"])
 
 
 def test_marker_tolerance_lets_a_known_slowdown_pass(recorded: pytest.Pytester) -> None:
@@ -232,13 +241,9 @@ def test_a_slowdown_of_one_process_only_does_not_fail(recorded: pytest.Pytester)
     )
     result = recorded.runpytest(*OPTIONS, "--accel-json", "out.json")
     result.assert_outcomes(passed=2)
-    (sleep,) = [
-        r for r in json.loads((recorded.path / "out.json").read_text())["results"] if r["test"].endswith("::test_sleep")
-    ]
+    sleep = sleep_result(recorded)
     assert sleep["verdict"]["outcome"] != "regressed"
-    # The child refutes it: "did not confirm it", or "said the opposite" when it read the other way.
-    reason = sleep["verdict"]["time"]["reason"]
-    assert "a fresh process did not confirm it" in reason or "a fresh process said the opposite" in reason
+    assert_refuted_by_a_fresh_process(sleep["verdict"]["time"]["reason"])
 
 
 def test_the_confirmation_process_loads_the_plugins_this_run_loaded(recorded: pytest.Pytester) -> None:
