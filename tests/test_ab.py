@@ -103,7 +103,11 @@ def test_a_test_file_the_base_does_not_have_is_new(repo: Path) -> None:
 
 def test_base_python_runs_the_same_tree_with_another_interpreter(repo: Path) -> None:
     """Here the "other" interpreter is this one: an A/A sitting, labelled with the interpreters."""
-    done = ab(repo, "--base-python", sys.executable, "--tolerance", "0.5", "--max-pairs", "3", *SELECTION)
+    # A cap of 3 pairs left the noise no room: CI once read this A/A sitting +13.3% [-28.3%, +79.0%]
+    # after 3 pairs (pair SD ~18% at a 0.1 s budget on the 2-core VM), inconclusive, exit 125. The
+    # rule stops at the first look that decides (3 pairs on a quiet machine); the cap lets a noisy
+    # one be outwaited, as in the bisect test. The tolerance and the claim stay as they were.
+    done = ab(repo, "--base-python", sys.executable, "--tolerance", "0.5", "--max-pairs", "10", *SELECTION)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"with {sys.executable}" in done.stdout and "| unchanged |" in done.stdout
     comparison = json.loads((repo / ".pytest-accel-ab" / "comparison.json").read_text())
