@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 import torch
+from fakes.habana import install_fake_habana
 from hypothesis import given
 from hypothesis import strategies as st
 from support import FAST_OPTIONS, run_judged
@@ -291,16 +293,38 @@ def test_an_operator_missing_from_a_cut_table_now_is_not_called_gone() -> None:
     assert "aten::slow: 500 us -> gone or under 81 us (not in the top 20 now)" in lines
 
 
+def test_each_device_names_its_profiler_activities(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device seam: the host always; CUDA's kernels; on Gaudi the HPU activity, bridge imported first."""
+    from torch.profiler import ProfilerActivity
+
+    from pytest_accel.engine.devices.cuda import CudaDevice
+    from pytest_accel.engine.devices.hpu import HpuDevice
+
+    assert make_device("cpu").profiler_activities() == [ProfilerActivity.CPU]
+    assert CudaDevice().profiler_activities() == [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    install_fake_habana(monkeypatch)
+    assert HpuDevice().profiler_activities() == [ProfilerActivity.CPU, ProfilerActivity.HPU]
+
+
 def test_a_device_whose_profiler_activity_is_missing_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without habana_frameworks, torch's profiler has no HPU activity: the error says what to import."""
+    """A torch whose profiler has no HPU activity: the profile's error names it, and the verdict stands."""
     from torch.profiler import ProfilerActivity
 
     from pytest_accel.engine import operators
+    from pytest_accel.engine.devices.hpu import HpuDevice
 
+    install_fake_habana(monkeypatch)
     monkeypatch.delattr(ProfilerActivity, "HPU", raising=False)
-    with pytest.raises(operators.OperatorProfileError, match=r"no ProfilerActivity.HPU .*habana_frameworks"):
-        operators._activities("hpu")
-    assert operators._activities("cpu") == [ProfilerActivity.CPU]
+    with pytest.raises(operators.OperatorProfileError, match=r"no torch.profiler.ProfilerActivity.HPU.*Habana"):
+        profile_operators(lambda: None, HpuDevice(), 0.01)
+
+
+def test_the_hpu_activities_import_the_bridge_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_accel.engine.devices.hpu import HpuDevice
+
+    monkeypatch.setitem(sys.modules, "habana_frameworks", None)  # an import of it raises ImportError
+    with pytest.raises(ImportError):
+        HpuDevice().profiler_activities()
 
 
 def test_launches_that_multiplied_show_on_a_device_table() -> None:

@@ -4,9 +4,9 @@ Never on the hot path: the fixture calls this after the timed rounds, at ``--acc
 table goes into the baseline entry), on a confirmed regression (the table is diffed against the
 entry's), or for every measurement with ``--accel-operators=always`` (``pytest-accel ab``).
 
-Activities per device kind: the host always; CUDA's kernels on ``cuda``; on ``hpu`` the
-``ProfilerActivity.HPU`` that Habana's PyTorch integration adds ("Profiling with PyTorch" in
-Habana's documentation; **not yet run on Gaudi**).
+Activities come from the device seam (``Device.profiler_activities``): the host always; CUDA's
+kernels on ``cuda``; on ``hpu`` the ``ProfilerActivity.HPU`` that Habana's "Profiling with
+PyTorch" passes, with the bridge imported first (**not yet run on Gaudi**).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from pytest_accel.core.measurement import DEFAULT_METRIC
 from pytest_accel.core.operators import OperatorProfile
-from pytest_accel.engine.devices.base import Device
+from pytest_accel.engine.devices.base import Device, DeviceUnavailable
 
 __all__ = ["PROFILE_SECONDS", "OperatorProfileError", "TraceError", "profile_calls", "profile_operators", "trace_path"]
 
@@ -64,19 +64,12 @@ def trace_path(folder: Path, test: str, metric: str) -> Path:
     return folder / f"{safe}.trace.json"
 
 
-def _activities(kind: str) -> list[Any]:
-    from torch.profiler import ProfilerActivity
-
-    activities = [ProfilerActivity.CPU]
-    if kind != "cpu":
-        extra = getattr(ProfilerActivity, kind.upper(), None)
-        if extra is None:
-            raise OperatorProfileError(
-                f"this torch's profiler has no ProfilerActivity.{kind.upper()}"
-                + (" (habana_frameworks adds it: import habana_frameworks.torch first)" if kind == "hpu" else "")
-            )
-        activities.append(extra)
-    return activities
+def _activities(device: Device) -> list[Any]:
+    """The device's profiler activities; what is missing becomes this module's error."""
+    try:
+        return device.profiler_activities()
+    except DeviceUnavailable as error:
+        raise OperatorProfileError(str(error)) from None
 
 
 def profile_operators(
@@ -93,7 +86,7 @@ def profile_operators(
 
     kind = device.kind
     calls = profile_calls(seconds_per_call)
-    activities = _activities(kind)
+    activities = _activities(device)
     device.synchronize()
     # The profiler warns about its own cycles and missing counters; a project that makes warnings
     # errors must not lose a regression's verdict to them.

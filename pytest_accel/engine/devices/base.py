@@ -123,6 +123,10 @@ class Device(Protocol):
     def out_of_memory(self, error: BaseException) -> OutOfMemoryReport | None:
         """An ``OutOfMemoryReport`` when ``error`` is this device running out of memory, else None."""
 
+    def profiler_activities(self) -> list[Any]:
+        """The ``torch.profiler`` activities that see this device's work (the host's first); raises
+        ``DeviceUnavailable`` naming what is missing where this torch's profiler cannot see it."""
+
 
 _SIZE_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 

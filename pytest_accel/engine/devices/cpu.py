@@ -8,7 +8,7 @@ import platform
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
 from pytest_accel.engine.devices.base import OutOfMemoryReport, slug
 
@@ -219,6 +219,12 @@ class CpuDevice:
         if isinstance(error, MemoryError):
             return OutOfMemoryReport(None, _read_status_bytes("VmHWM"), _total_memory_bytes())
         return None
+
+    def profiler_activities(self) -> list[Any]:
+        """The host's activity: CPU operators are all there is."""
+        from torch.profiler import ProfilerActivity
+
+        return [ProfilerActivity.CPU]
 
 
 def _total_memory_bytes() -> int | None:

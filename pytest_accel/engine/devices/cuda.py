@@ -7,7 +7,7 @@ support matrix says otherwise.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
 from pytest_accel.engine.devices.base import EventTimer, OutOfMemoryReport, requested_bytes_from_message, slug
 
@@ -122,6 +122,12 @@ class CudaDevice:
             return None
         total = int(torch.cuda.get_device_properties(self.index).total_memory)
         return OutOfMemoryReport(requested_bytes_from_message(str(error)), self.peak_memory_bytes(), total)
+
+    def profiler_activities(self) -> list[Any]:
+        """The host's operators and the CUDA kernels they launch (CUPTI)."""
+        from torch.profiler import ProfilerActivity
+
+        return [ProfilerActivity.CPU, ProfilerActivity.CUDA]
 
 
 def _driver_version() -> str:

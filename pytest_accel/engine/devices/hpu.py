@@ -8,6 +8,8 @@ calls below (tests/fakes/habana.py, used by tests/test_devices.py). The calls it
   ``max_memory_allocated``, ``reset_peak_memory_stats``, ``memory_stats``.
 - ``habana_frameworks.torch.utils.experimental``: ``_get_device_type`` and ``synDeviceType``, which
   name the Gaudi generation without occupying the device (``get_device_name`` would).
+- ``torch.profiler.ProfilerActivity.HPU`` beside ``CPU`` for operator tables (Habana's "Profiling
+  with PyTorch"), with the bridge imported first.
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, final
 
-from pytest_accel.engine.devices.base import EventTimer, OutOfMemoryReport, requested_bytes_from_message
+from pytest_accel.engine.devices.base import (
+    DeviceUnavailable,
+    EventTimer,
+    OutOfMemoryReport,
+    requested_bytes_from_message,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -161,6 +168,23 @@ class HpuDevice:
             self.peak_memory_bytes(),
             int(limit) if limit is not None else None,
         )
+
+    def profiler_activities(self) -> list[Any]:
+        """The host's operators and ``ProfilerActivity.HPU``, as Habana's "Profiling with PyTorch" passes them.
+
+        The HPU activity is backed by the bridge's profiler plugin, so the bridge is imported first.
+        """
+        self._core()
+        import torch
+        from torch.profiler import ProfilerActivity
+
+        hpu = getattr(ProfilerActivity, "HPU", None)
+        if hpu is None:
+            raise DeviceUnavailable(
+                f"torch {torch.__version__} has no torch.profiler.ProfilerActivity.HPU, which operator tables on "
+                "Gaudi need: use the torch of Habana's release (its images ship it)"
+            )
+        return [ProfilerActivity.CPU, hpu]
 
 
 @final
