@@ -214,48 +214,24 @@ def measure(
     calls_per_round = max(1, math.ceil(config.round_seconds / estimate))
     wanted_rounds = math.ceil(config.measure_seconds / (calls_per_round * estimate))
     rounds = min(max(wanted_rounds, config.min_rounds), config.max_rounds)
-
-    probe_calls = 0
-    if probe is not None:
-        probe_times, _, _ = _warm_up(probe, timer, mark_step, config)
-        probe_estimate = median(probe_times[-config.warmup_window :])
-        probe_calls = max(1, math.ceil(config.round_seconds * config.probe_round_fraction / probe_estimate))
+    probe_calls = _probe_calls(probe, timer, mark_step, config) if probe is not None else 0
 
     state = _StateProbes(state_probes or {}, timer, mark_step, config)
     if host_share is not None:
         host_share.start()
-    samples: list[float] = []
     probe_samples: list[float] = []
     if pipelined:
         if probe is not None:
-            block = []
-            for round_index in range(rounds):
-                _timed_round(probe, probe_calls, timer, mark_step)
-                block.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
-                if round_index % STATE_EVERY == 0:
-                    state.sample()
-            # The probe rounds are not adjacent to the workload's: pairing them round by round would only
-            # add the probe's own noise. Each round is normalised by the block's median instead.
-            probe_samples = [median(block)] * rounds
+            probe_samples = _probe_block(probe, probe_calls, rounds, timer, mark_step, state)
         # The probe (and the warm-up of the probe) paused the consumer and let the producers refill
         # their queue: one untimed-for-the-figure round drains it before the timed rounds.
         _timed_round(fn, calls_per_round, timer, mark_step)
         timer.stop()
-    output: Any = None
-    peak: int | None = None
-    for round_index in range(rounds):
-        reset_peak_memory()  # per workload round: the probe's own allocations stay out of the peak
-        output = _timed_round(fn, calls_per_round, timer, mark_step)
-        samples.append(_check_duration(timer.stop(), f"round {round_index + 1} of {rounds}") / calls_per_round)
-        check_finite(output, f"the last call's output of round {round_index + 1}")
-        round_peak = peak_memory_bytes()
-        if round_peak is not None:
-            peak = round_peak if peak is None else max(peak, round_peak)
-        if probe is not None and not pipelined:
-            _timed_round(probe, probe_calls, timer, mark_step)
-            probe_samples.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
-            if round_index % STATE_EVERY == STATE_EVERY - 1:
-                state.sample()
+    samples, interleaved, peak = _workload_rounds(
+        fn, calls_per_round, rounds, None if pipelined else probe, probe_calls, timer, mark_step,
+        reset_peak_memory, peak_memory_bytes, state,
+    )  # fmt: skip
+    probe_samples = probe_samples or interleaved
     machine = state.medians(probe_samples)
     foreign = host_share.stop() if host_share is not None else None
     if foreign is not None:
@@ -275,6 +251,70 @@ def measure(
         probe_samples=tuple(probe_samples),
         state=machine,
     )
+
+
+def _workload_rounds(
+    fn: Callable[[], Any],
+    calls_per_round: int,
+    rounds: int,
+    probe: Callable[[], Any] | None,
+    probe_calls: int,
+    timer: RegionTimer,
+    mark_step: Callable[[], None],
+    reset_peak_memory: Callable[[], None],
+    peak_memory_bytes: Callable[[], int | None],
+    state: _StateProbes,
+) -> tuple[list[float], list[float], int | None]:
+    """The timed rounds: seconds per call of each, each followed by a probe round when ``probe`` is
+    given (and every ``STATE_EVERY``-th by the state probes); returns (samples, probe samples, peak)."""
+    samples: list[float] = []
+    probe_samples: list[float] = []
+    peak: int | None = None
+    for round_index in range(rounds):
+        reset_peak_memory()  # per workload round: the probe's own allocations stay out of the peak
+        output = _timed_round(fn, calls_per_round, timer, mark_step)
+        samples.append(_check_duration(timer.stop(), f"round {round_index + 1} of {rounds}") / calls_per_round)
+        check_finite(output, f"the last call's output of round {round_index + 1}")
+        round_peak = peak_memory_bytes()
+        if round_peak is not None:
+            peak = round_peak if peak is None else max(peak, round_peak)
+        if probe is not None:
+            _timed_round(probe, probe_calls, timer, mark_step)
+            probe_samples.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
+            if round_index % STATE_EVERY == STATE_EVERY - 1:
+                state.sample()
+    return samples, probe_samples, peak
+
+
+def _probe_calls(
+    probe: Callable[[], Any], timer: RegionTimer, mark_step: Callable[[], None], config: MeasureConfig
+) -> int:
+    """Warm the probe up; how many of its calls fill its share of a round (``probe_round_fraction``)."""
+    probe_times, _, _ = _warm_up(probe, timer, mark_step, config)
+    probe_estimate = median(probe_times[-config.warmup_window :])
+    return max(1, math.ceil(config.round_seconds * config.probe_round_fraction / probe_estimate))
+
+
+def _probe_block(
+    probe: Callable[[], Any],
+    probe_calls: int,
+    rounds: int,
+    timer: RegionTimer,
+    mark_step: Callable[[], None],
+    state: _StateProbes,
+) -> list[float]:
+    """Pipelined workloads: every probe round before the workload's; each round's sample is their median.
+
+    The probe rounds are not adjacent to the workload's: pairing them round by round would only add
+    the probe's own noise, so each round is normalised by the block's median instead.
+    """
+    block = []
+    for round_index in range(rounds):
+        _timed_round(probe, probe_calls, timer, mark_step)
+        block.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
+        if round_index % STATE_EVERY == 0:
+            state.sample()
+    return [median(block)] * rounds
 
 
 def _sustained_estimate(

@@ -379,6 +379,42 @@ def _noisy_state(why: str, shift: float, tolerance: float, normalized: bool) -> 
     )
 
 
+def _unsteady(
+    now: Sequence[float], then: Sequence[float], runs: Sequence[float], policy: VerdictPolicy, normalized: bool
+) -> tuple[Verdict | None, str]:
+    """The spread rule: (None, "") for a steady run; else the noisy verdict, and the clause a regression
+    still carries when the run's fastest quarter is beyond the baseline's slow end ("" when it is not)."""
+    spread_now, spread_then = relative_spread(now), relative_spread(then)
+    spread_limit = max(policy.noisy_spread_floor, policy.noisy_spread_factor * spread_then)
+    if spread_now <= spread_limit:
+        return None, ""
+    unsteady = (
+        f"the spread of this run (±{spread_now * 100:.0f}% IQR/median) is above ±{spread_limit * 100:.0f}% "
+        f"(baseline ±{spread_then * 100:.0f}%)"
+    )
+    too_unsteady = Verdict(
+        Outcome.NOISY, "time", f"{unsteady}: the machine is too unsteady to judge", normalized=normalized
+    )
+    if not _separated(now, then, runs, policy.tolerance):
+        return too_unsteady, ""
+    return too_unsteady, (
+        f"; {unsteady}, but its fastest quarter of rounds is slower than the slow end of the baseline by more "
+        f"than the {policy.tolerance:.0%} tolerance (an unsteady machine slows some rounds, not three in four)"
+    )
+
+
+def _what_it_could_see(detectable: float, shift: StateShift, shared: str) -> str:
+    """The clause an unchanged verdict ends with: the smallest slowdown it could have called, and why."""
+    sees = f"; could see a slowdown of {detectable * 100:.0f}% or more"
+    if shift.slower > 0:
+        sees += f" (widened by {math.expm1(shift.slower) * 100:.1f}%: {shift.why_slower})"
+    if shared:
+        sees += f"; the host was shared: {shared}"
+    if shift.faster > 0:  # a speedup the machine's state could explain is not claimed
+        sees += f"; a speedup up to {math.expm1(shift.faster) * 100:.1f}% is not claimed: {shift.why_faster}"
+    return sees
+
+
 def judge_time(current: Observation, baseline: Observation, policy: VerdictPolicy) -> Verdict:
     """Compare the time of one measurement with its baseline (rules 2-3 of the module docstring)."""
     now, then = current.normalized, baseline.normalized
@@ -389,23 +425,9 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
         return Verdict(Outcome.NEW, "time", "no samples to compare")
     # Recorded run medians are normalised exactly when the baseline has probe samples.
     runs = baseline.run_medians if normalized == bool(baseline.probe_samples) else ()
-    spread_now, spread_then = relative_spread(now), relative_spread(then)
-    spread_limit = max(policy.noisy_spread_floor, policy.noisy_spread_factor * spread_then)
-    unsteady = ""
-    if spread_now > spread_limit:
-        unsteady = (
-            f"the spread of this run (±{spread_now * 100:.0f}% IQR/median) is above ±{spread_limit * 100:.0f}% "
-            f"(baseline ±{spread_then * 100:.0f}%)"
-        )
-        too_unsteady = Verdict(
-            Outcome.NOISY, "time", f"{unsteady}: the machine is too unsteady to judge", normalized=normalized
-        )
-        if not _separated(now, then, runs, policy.tolerance):
-            return too_unsteady
-        unsteady = (
-            f"; {unsteady}, but its fastest quarter of rounds is slower than the slow end of the baseline by more "
-            f"than the {policy.tolerance:.0%} tolerance (an unsteady machine slows some rounds, not three in four)"
-        )
+    too_unsteady, unsteady = _unsteady(now, then, runs, policy, normalized)
+    if too_unsteady is not None and not unsteady:
+        return too_unsteady
     shift = StateShift()
     if normalized:
         drift = median(current.probe_samples) / median(baseline.probe_samples)
@@ -449,13 +471,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     band = f"time {_percent(ratio)} [{policy.confidence:.0%} CI {_percent(low)} .. {_percent(high)}]"
     if normalized:
         band += " relative to the reference kernel"
-    sees = f"; could see a slowdown of {detectable * 100:.0f}% or more"
-    if shift.slower > 0:
-        sees += f" (widened by {math.expm1(shift.slower) * 100:.1f}%: {shift.why_slower})"
-    if shared:
-        sees += f"; the host was shared: {shared}"
-    if shift.faster > 0:  # a speedup the machine's state could explain is not claimed
-        sees += f"; a speedup up to {math.expm1(shift.faster) * 100:.1f}% is not claimed: {shift.why_faster}"
+    sees = _what_it_could_see(detectable, shift, shared)
     if ratio > 1 + policy.tolerance and low > 1:
         outcome, text = (
             Outcome.REGRESSED,
@@ -465,7 +481,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
         outcome, text = Outcome.IMPROVED, f"{band}: faster than the baseline; refresh it with --accel-update"
     else:
         outcome, text = Outcome.UNCHANGED, f"{band}, within the {policy.tolerance:.0%} tolerance{sees}"
-    if unsteady and outcome is not Outcome.REGRESSED:
+    if too_unsteady is not None and outcome is not Outcome.REGRESSED:
         return too_unsteady  # the wide spread was let through only for a slowdown that clears the interval
     return Verdict(outcome, "time", text, ratio, low, high, p_value, normalized, detectable)
 
