@@ -79,7 +79,7 @@ def cmd_report(options: argparse.Namespace) -> int:
     for table in pivots:
         text += f"\n### By {table.label}\n\n" + markdown_table(*pivot_rows(table))
     why = operator_sections(files)
-    for heading, lines in why:
+    for _, heading, lines in why:
         text += f"\n### {heading}\n\n```\n{lines}\n```\n"
     _write(options.markdown, text, options.results)
     print(text)
@@ -87,12 +87,15 @@ def cmd_report(options: argparse.Namespace) -> int:
         sections: list[tuple[str, str, Sequence[str]]] = [("Throughput by device", html_table(header, rows), [])]
         for table in pivots:
             sections.append((f"By {table.label}", html_table(*pivot_rows(table)), pivot_plots(table)))
-        sections += [(heading, f"<pre>{html.escape(lines)}</pre>", []) for heading, lines in why]
         for key in sorted({key for f in files for key in f.measurements}):
             values = [f.measurements[key].items_per_second if key in f.measurements else float("nan") for f in files]
             unit = next(f.measurements[key].unit for f in files if key in f.measurements)
             png = plot_png(key[0], {"items/s": values}, column_labels(files), f"{unit}/s", bars=True)
-            sections.append((display_name(*key), "", [png]))
+            # A regressed test's operator diff sits under its own heading, above its plot.
+            diffs = "".join(
+                f"<h3>{html.escape(h)}</h3><pre>{html.escape(lines)}</pre>" for k, h, lines in why if k == key
+            )
+            sections.append((display_name(*key), diffs, [png]))
         written = [options.markdown] if options.markdown else []
         _write(options.html, html_page("pytest-accel report", sections), [*options.results, *written])
     return 0

@@ -198,11 +198,10 @@ def test_the_profiler_sees_an_added_contiguous_copy() -> None:
 # --- end to end -----------------------------------------------------------------------------------
 
 # An SDPA forward (flash kernel) that a file makes the workload call N times: a change that calls a
-# kernel three times where it called it once (a recompute, a graph break that re-runs a region). A
-# backend switch (flash -> math) is the README's example and test_ab.py's; here the gate itself must
-# confirm the regression, and on this VM the math kernel's rounds spread wider than the "unsteady
-# machine" rule allows (docs/measurements.md, "Operator tables"), while three flash calls keep the
-# spread of one.
+# kernel three times where it called it once (a recompute, a graph break that re-runs a region): the
+# same operator grows and its call count moves. This test also carries the outputs (trace, JSON,
+# job-page summary, HTML report) and the entries without a table; the switched implementations
+# (flash -> math, an added copy) are the test after it.
 ATTENTION = """
 import pathlib, torch
 import torch.nn.functional as F
@@ -226,10 +225,15 @@ OPTIONS = (
 FLASH = "aten::_scaled_dot_product_flash_attention_for_cpu"
 
 
-def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(perf_pytester: pytest.Pytester) -> None:
+def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(
+    perf_pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
     perf_pytester.makepyfile(test_attn=ATTENTION)
     (perf_pytester.path / "repeat.txt").write_text("1")
-    perf_pytester.runpytest(*OPTIONS, "--accel-update", "--accel-trace", "traces").assert_outcomes(passed=1)
+    recording = perf_pytester.runpytest(
+        *OPTIONS, "--accel-update", "--accel-trace", "traces", "--accel-json", "recorded.json"
+    )
+    recording.assert_outcomes(passed=1)
     assert not (perf_pytester.path / "traces").exists()  # a trace per regression, not per recording
     (stored,) = (perf_pytester.path / "bl").glob("*/smoke.json")
     entry = json.loads(stored.read_text())["entries"]["test_attn.py::test_attention"]["throughput"]
@@ -264,7 +268,14 @@ def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(perf_pytes
     assert f"  {FLASH}: " in (perf_pytester.path / "summary.md").read_text()  # the job page's summary
     page = perf_pytester.path / "page.html"
     assert main(["report", str(perf_pytester.path / "out.json"), "--html", str(page)]) == 0
-    assert "Why test_attn.py::test_attention regressed" in page.read_text() and FLASH in page.read_text()
+    text = page.read_text()  # the diff sits under the regressed test's own heading, above its plot
+    under = text.index("<h2>test_attn.py::test_attention</h2>")
+    assert under < text.index("Why test_attn.py::test_attention regressed") < text.index(FLASH) < text.index("<img")
+    capsys.readouterr()
+    recorded, judged = (str(perf_pytester.path / name) for name in ("recorded.json", "out.json"))
+    assert main(["compare", recorded, judged]) == 1  # the recording against the regressed run, tables and all
+    compared = capsys.readouterr().out
+    assert "test_attn.py::test_attention:" in compared and f"  {FLASH}: " in compared and "calls 1 -> 3" in compared
 
     document = json.loads(stored.read_text())  # an entry recorded before tables existed
     del document["entries"]["test_attn.py::test_attention"]["throughput"]["operators"]
@@ -276,6 +287,50 @@ def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(perf_pytes
     result = run_judged(perf_pytester, *OPTIONS, "--accel-operators", "off")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*operators: no diff (operator profiles are off in this run*"])
+
+
+# A workload whose implementation a file picks, as a kernel developer's change would: the SDPA
+# backend (flash -> math, a lost backend selection) or an added .contiguous() copy before a sum.
+SWITCHED = """
+import pathlib, torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+q, k, v = (torch.randn(2, 8, 256, 64) for _ in range(3))
+x = torch.randn(1024, 1024)
+
+def test_switched(throughput):
+    variant = pathlib.Path("variant.txt").read_text()
+    def attend():
+        with sdpa_kernel(SDPBackend.MATH if variant == "math" else SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(q, k, v)
+    def reduce():  # the strided 4 MB copy costs more than the sum: it dominates whatever the load
+        return (x.t().contiguous() if variant == "copy" else x.t()).sum(dim=0)
+    throughput(reduce if variant in ("strided", "copy") else attend, items=1, unit="calls")
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "named"),
+    [
+        ("flash", "math", [f"    {FLASH}: * -> gone", "    aten::bmm: new * (2 calls)"]),
+        ("strided", "copy", ["    aten::copy_: new * (1 call)"]),
+    ],
+    ids=["sdpa-flash-to-math", "added-contiguous-copy"],
+)
+def test_a_switched_implementation_fails_naming_the_operators_that_changed(
+    perf_pytester: pytest.Pytester, before: str, after: str, named: list[str]
+) -> None:
+    """The issue's "done when": record, switch the implementation, and the failure names what changed."""
+    perf_pytester.makepyfile(test_switched=SWITCHED)
+    (perf_pytester.path / "variant.txt").write_text(before)
+    perf_pytester.runpytest(*OPTIONS, "--accel-update").assert_outcomes(passed=1)
+    (perf_pytester.path / "variant.txt").write_text(after)
+    result = run_judged(perf_pytester, *OPTIONS)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*perf regressed: test_switched.py::test_switched on cpu-*", "*operators (host*"])
+    for line in named:
+        result.stdout.fnmatch_lines([line])
 
 
 def test_a_trace_folder_that_is_a_file_is_refused_before_measuring(perf_pytester: pytest.Pytester) -> None:

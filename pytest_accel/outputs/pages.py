@@ -185,14 +185,14 @@ def run_summary_markdown(records: Sequence[Recorded], title: str) -> str:
     return "\n".join(lines) + "\n\n" + markdown_table(["test", "throughput", "spread", "% peak", "verdict"], rows)
 
 
-def operator_sections(files: Sequence[ResultFile]) -> list[tuple[str, str]]:
-    """(heading, preformatted lines) of every regressed result that says which operators changed."""
+def operator_sections(files: Sequence[ResultFile]) -> list[tuple[tuple[str, str], str, str]]:
+    """(test key, heading, preformatted lines) of every regressed result that says which operators changed."""
     sections = []
     for file in files:
         for key, verdict in sorted(file.verdicts.items()):
             if verdict is not None and verdict.outcome is Outcome.REGRESSED and verdict.operators:
                 heading = f"Why {display_name(*key)} regressed ({file.path.name}, {file.device_key})"
-                sections.append((heading, "\n".join(verdict.operators)))
+                sections.append((key, heading, "\n".join(verdict.operators)))
     return sections
 
 
