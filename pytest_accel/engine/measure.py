@@ -291,8 +291,12 @@ def _probe_calls(
 ) -> int:
     """Warm the probe up; how many of its calls fill its share of a round (``probe_round_fraction``)."""
     probe_times, _, _ = _warm_up(probe, timer, mark_step, config)
-    probe_estimate = median(probe_times[-config.warmup_window :])
-    return max(1, math.ceil(config.round_seconds * config.probe_round_fraction / probe_estimate))
+    return _calls_in_probe_share(median(probe_times[-config.warmup_window :]), config)
+
+
+def _calls_in_probe_share(seconds_per_call: float, config: MeasureConfig) -> int:
+    """Calls of a probe that fill its share of a round (``probe_round_fraction``): at least one."""
+    return max(1, math.ceil(config.round_seconds * config.probe_round_fraction / seconds_per_call))
 
 
 def _probe_block(
@@ -393,9 +397,7 @@ class _StateProbes:
                 for _ in range(_STATE_WARMUP_CALLS):
                     _timed_round(probe, 1, self._timer, self._mark_step)
                     times.append(_check_duration(self._timer.stop(), f"{name} probe warm-up"))
-                estimate = median(times[-self._config.warmup_window :])
-                budget = self._config.round_seconds * self._config.probe_round_fraction
-                self._calls[name] = max(1, math.ceil(budget / estimate))
+                self._calls[name] = _calls_in_probe_share(median(times[-self._config.warmup_window :]), self._config)
             calls = self._calls[name]
             probe()
             self._mark_step()
