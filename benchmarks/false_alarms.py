@@ -9,13 +9,22 @@ bound kernels, allocation, DataLoader worker processes), restarted whenever it f
 nothing. Keeps every verdict and each run's wall time, and prints per scenario the count of each
 outcome, the regressed share, the wall time, and how many figures could see a 10% slowdown.
 Not a test: it takes about half an hour. ``--record N`` first records N baselines into a scratch
-folder and judges against those (for a host the committed baselines do not cover).
+folder and judges against those (for a host the committed baselines do not cover); ``--baselines
+DIR`` keeps them for later invocations. ``--planted-quiet`` / ``--planted-busy`` add runs with a
+planted slowdown (a quarter more attention work in every SDPA call, ``benchmarks/more_attention.py``)
+to measure what the gate catches, quiet and beside the neighbour. For the catch rate of the forward
+attention kernels, where SDPA is the whole cost:
+
+    python benchmarks/false_alarms.py --record 3 --baselines /tmp/b --quiet 1 --busy 1 \
+        --planted-quiet 1 --planted-busy 3 --select 'perf_tests/test_attention.py -k "forward and not backward"'
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -25,17 +34,47 @@ from pathlib import Path
 from neighbour import Neighbour
 
 ROOT = Path(__file__).resolve().parents[1]
+PATHS = ["perf_tests"]  # what the suite runs (--select narrows it)
+# The planted slowdown: a quarter more attention work in every SDPA call (benchmarks/more_attention.py).
+PLANT = ("-p", "more_attention")
 
 
-def suite(results: Path, *extra: str) -> tuple[float, int]:
+def command(results: Path, *extra: str) -> list[str]:
+    """The README's command with a results file and the study's extra arguments."""
+    return [sys.executable, "-m", "pytest", *PATHS, "--device", "cpu", "-q", "-p", "no:cacheprovider",
+            "--accel-json", str(results), *extra]  # fmt: skip
+
+
+def environment(planted: bool) -> dict[str, str]:
+    """This process's environment; with ``planted``, the slowdown plugin importable (benchmarks/ on the path)."""
+    env = dict(os.environ)
+    if planted:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "benchmarks"), env.get("PYTHONPATH")]))
+    return env
+
+
+def suite(results: Path, *extra: str, planted: bool = False) -> tuple[float, int]:
     """One run of the README's command; returns (wall seconds, exit code)."""
     started = time.monotonic()
     ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "perf_tests", "--device", "cpu", "-q", "-p", "no:cacheprovider",
-         "--accel-json", str(results), *extra],
-        cwd=ROOT, capture_output=True, text=True, timeout=3600,
-    )  # fmt: skip
+        command(results, *extra), cwd=ROOT, capture_output=True, text=True, timeout=3600, env=environment(planted)
+    )
     return time.monotonic() - started, ran.returncode
+
+
+def beside(neighbour: Neighbour, results: Path, *extra: str, planted: bool = False) -> tuple[float, int]:
+    """One run of the README's command with the neighbour running all along; returns (wall seconds, exit code)."""
+    neighbour.keep_running()
+    time.sleep(5)  # the neighbour is past its imports
+    process = subprocess.Popen(
+        command(results, *extra), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=environment(planted),
+    )  # fmt: skip
+    started = time.monotonic()
+    while process.poll() is None:
+        neighbour.keep_running()
+        time.sleep(1)
+    return time.monotonic() - started, process.returncode
 
 
 def collect(path: Path, scenario: str, run: int, seconds: float, code: int) -> list[dict[str, object]]:
@@ -87,10 +126,13 @@ def summarize(rows: list[dict[str, object]]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quiet", type=int, default=5)
-    parser.add_argument("--busy", type=int, default=5)
+    parser.add_argument("--quiet", type=int, default=5, help="unchanged runs on their own")
+    parser.add_argument("--busy", type=int, default=5, help="unchanged runs beside the neighbour")
+    parser.add_argument("--planted-quiet", type=int, default=0, help="runs with the planted slowdown, on their own")
+    parser.add_argument("--planted-busy", type=int, default=0, help="runs with the planted slowdown, beside it")
     parser.add_argument("--out", type=Path, default=Path("false-alarms-raw.json"))
     parser.add_argument("--summarize", action="store_true", help="only print the table of --out")
+    parser.add_argument("--select", default="", help="test paths and options instead of perf_tests (one string)")
     parser.add_argument(
         "--record",
         type=int,
@@ -98,43 +140,43 @@ def main() -> None:
         help="first record this many baselines into a scratch folder and judge against them, not the committed "
         "ones (a host whose cache sizes differ from the recordings' sees every figure as new)",
     )
+    parser.add_argument("--baselines", type=Path, default=None, help="judge against (and --record into) this folder")
     options = parser.parse_args()
     if options.summarize:
         print("\n".join(summarize(json.loads(options.out.read_text()))))
         return
+    if options.select:
+        PATHS[:] = shlex.split(options.select)
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         chosen: tuple[str, ...] = ()
-        if options.record:
-            chosen = ("--accel-baselines", str(folder / "baselines"))
+        if options.record or options.baselines:
+            chosen = ("--accel-baselines", str(options.baselines or folder / "baselines"))
             for record in range(options.record):
                 seconds, code = suite(folder / f"record-{record}.json", *chosen, "--accel-update")
                 print(f"record {record + 1}: {seconds:.0f} s, exit {code}", flush=True)
-        for run in range(options.quiet):
-            seconds, code = suite(folder / f"quiet-{run}.json", *chosen)
-            rows += collect(folder / f"quiet-{run}.json", "unchanged, quiet", run, seconds, code)
-            options.out.write_text(json.dumps(rows, indent=1) + "\n")
-            print(f"quiet run {run + 1}: {seconds:.0f} s, exit {code}", flush=True)
+        scenarios = [
+            ("unchanged, quiet", options.quiet, False, False),
+            ("planted +25% attention, quiet", options.planted_quiet, False, True),
+            ("unchanged, a second perf suite beside it", options.busy, True, False),
+            ("planted +25% attention, a second perf suite beside it", options.planted_busy, True, True),
+        ]
         neighbour = Neighbour(folder)
         try:
-            for run in range(options.busy):
-                neighbour.keep_running()
-                time.sleep(5)  # the neighbour is past its imports
-                results = folder / f"busy-{run}.json"
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "pytest", "perf_tests", "--device", "cpu", "-q", "-p", "no:cacheprovider",
-                     "--accel-json", str(results), *chosen],
-                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                )  # fmt: skip
-                started = time.monotonic()
-                while process.poll() is None:
-                    neighbour.keep_running()
-                    time.sleep(1)
-                seconds = time.monotonic() - started
-                rows += collect(results, "unchanged, a second perf suite beside it", run, seconds, process.returncode)
-                options.out.write_text(json.dumps(rows, indent=1) + "\n")
-                print(f"busy run {run + 1}: {seconds:.0f} s, exit {process.returncode}", flush=True)
+            for scenario, count, busy, planted in scenarios:
+                extra = (*chosen, *PLANT) if planted else chosen
+                for run in range(count):
+                    results = folder / f"{scenario[:9]}-{busy}-{run}.json"
+                    if busy:
+                        seconds, code = beside(neighbour, results, *extra, planted=planted)
+                    else:
+                        seconds, code = suite(results, *extra, planted=planted)
+                    rows += collect(results, scenario, run, seconds, code)
+                    options.out.write_text(json.dumps(rows, indent=1) + "\n")
+                    print(f"{scenario} {run + 1}: {seconds:.0f} s, exit {code}", flush=True)
+                if busy:
+                    neighbour.stop()
         finally:
             neighbour.stop()
     print("\n".join(summarize(rows)))

@@ -44,6 +44,7 @@ AB_SCHEMA = 1
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED = 0, 1, 2, 125, 130
 LOG_TAIL_LINES = 25
 _SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S+)")
+_ROOTDIR = re.compile(r"^rootdir: .*$", re.MULTILINE)  # pytest's header: "rootdir: DIR[, configfile: FILE]"
 _NOT_FOUND = re.compile(r"^ERROR: (file or directory not found|not found): ", re.MULTILINE)
 
 
@@ -189,9 +190,12 @@ def _tail(log: Path) -> str:
 
 def run_process(side: Side, args: Sequence[str], result: Path, log: Path, empty_baselines: Path) -> ProcessRun:
     """One pytest process of one side; its process group is killed on any way out but its own end."""
+    # One argument each, "--option=path": pytest picks the rootdir before plugins declare their
+    # options, so a path given as a separate argument counts as a test path and, lying in the
+    # scratch folder, would move a config-less tree's rootdir (and its test ids) to a common parent.
     command = [
         side.python, "-m", "pytest", *args,
-        "--accel-json", str(result), "--accel-baselines", str(empty_baselines),
+        f"--accel-json={result}", f"--accel-baselines={empty_baselines}",
         "-p", "no:cacheprovider", "-rfE",
     ]  # fmt: skip
     started = time.monotonic()
@@ -320,6 +324,8 @@ class Sitting:
         )
         _usable(run, side)
         self.runs[name].append(run)
+        if index == 1 and (found := _ROOTDIR.search(log.read_text(encoding="utf-8", errors="replace"))):
+            print(f"pytest-accel ab: {name}: {found.group(0)}", file=sys.stderr)  # where its test ids come from
         return run
 
     def pair(self) -> None:
@@ -404,7 +410,7 @@ class Sitting:
             stem = self.scratch / "runs" / f"{name}-operators"
             result, log = stem.with_suffix(".json"), stem.with_suffix(".log")
             args = [*self.settings.pytest_args, *(a for test in others for a in ("--deselect", test)),
-                    "--accel-operators=always", "--accel-trace", str(self.scratch / "traces" / name)]  # fmt: skip
+                    "--accel-operators=always", f"--accel-trace={self.scratch / 'traces' / name}"]  # fmt: skip
             run = run_process(side, args, result, log, self.scratch / "empty-baselines")
             tables[name] = dict(run.results.measurements) if run.results else {}
         for key in sorted(regressed):
@@ -427,7 +433,23 @@ class Sitting:
             return EXIT_USAGE
         if any(outcome in (PairedOutcome.ERROR, PairedOutcome.INCONCLUSIVE) for outcome, _ in outcomes):
             return EXIT_INCONCLUSIVE
+        if not any(track.log_ratios for track in self.tracks.values()):
+            return EXIT_USAGE  # a sitting that compared nothing must never pass
         return EXIT_OK
+
+    def not_compared(self) -> list[str]:
+        """A line for each test only one side measured (never compared), and one when nothing was compared."""
+        lines = [
+            f"NOT COMPARED: {display_name(*key)}: {track.verdict.reason}"
+            for key, track in sorted(self.tracks.items())
+            if track.verdict.outcome in (PairedOutcome.NEW, PairedOutcome.GONE)
+        ]
+        if lines and not any(track.log_ratios for track in self.tracks.values()):
+            lines.append(
+                "compared nothing: no test was measured on both sides (different test ids? a -k that selects "
+                "nothing on one side? see each side's log in runs/)"
+            )
+        return lines
 
 
 def table(sitting: Sitting) -> tuple[list[str], list[list[str]]]:
@@ -491,6 +513,7 @@ def write_outputs(sitting: Sitting, code: int) -> str:
         f" ({sitting.stop_reason}); exit {code}"
     )
     text = markdown_table(header, rows) + "\n" + summary + "\n"
+    text += "".join(f"{line}\n" for line in sitting.not_compared())
     for key, track in sorted(sitting.tracks.items()):
         if track.operators:
             text += f"\n{display_name(*key)}, operators (base -> head):\n\n```\n" + "\n".join(track.operators)

@@ -142,6 +142,7 @@ class AccelOptions:
     cpu_threads: int | None  # torch threads on the CPU; None: the device's default (half the cores)
     update: bool  # record this run's measurements as baselines (--accel-update or --accel-reset-history)
     reset_history: bool  # forget the earlier recordings of the measured tests
+    calibrate: bool  # measure beside the standard neighbour and store how far it moved each test
     strict: bool  # a noisy verdict fails
     require_baseline: bool  # a new (unjudged) measurement fails
     baselines: Path  # the baseline folder
@@ -157,6 +158,11 @@ class AccelOptions:
     def from_config(cls, config: pytest.Config) -> AccelOptions:
         """Read and validate every option once; a bad value is a usage error naming it."""
         option = config.option
+        if option.accel_calibrate and (option.accel_update or option.accel_reset_history):
+            raise pytest.UsageError(
+                "--accel-calibrate measures beside a neighbour and must not record those figures as baselines: "
+                "record with --accel-update in a run of its own first"
+            )
         return cls(
             device=option.accel_device or ini_choice(config, "accel_device", DEVICE_CHOICES),
             profile=option.accel_profile or ini_choice(config, "accel_profile", PROFILE_CHOICES),
@@ -173,6 +179,7 @@ class AccelOptions:
             cpu_threads=option.accel_cpu_threads or ini_int(config, "accel_cpu_threads", minimum=0) or None,
             update=bool(option.accel_update or option.accel_reset_history),
             reset_history=bool(option.accel_reset_history),
+            calibrate=bool(option.accel_calibrate),
             strict=bool(option.accel_strict),
             require_baseline=bool(option.accel_require_baseline),
             baselines=_baselines_root(config),

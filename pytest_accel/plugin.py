@@ -87,6 +87,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="like --accel-update, and forget the earlier recordings of the measured tests (an accepted change)",
     )
     group.addoption(
+        "--accel-calibrate",
+        dest="accel_calibrate",
+        action="store_true",
+        help="measure the selected tests beside the standard neighbour (a second copy of them in a child pytest) "
+        "and store how far it moved each one with its baseline: on a shared host, a slowdown beyond that is judged",
+    )
+    group.addoption(
         "--accel-strict",
         dest="accel_strict",
         action="store_true",

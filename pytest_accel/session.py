@@ -27,6 +27,7 @@ from pytest_accel.engine.operators import trace_path
 from pytest_accel.engine.provenance import run_provenance
 from pytest_accel.fixture import OperatorPlan, Throughput
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, run_history, state_history
+from pytest_accel.judgement.calibrate import StandardNeighbour, calibrate_entries
 from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process, inherited_options
 from pytest_accel.judgement.gate import Gate, GateMode
 from pytest_accel.judgement.verdict import VerdictRecord
@@ -76,6 +77,7 @@ class AccelSession:
         self._baselines: dict[tuple[str, str], BaselineEntry] | None = None
         self._gate: Gate | None = None
         self._peak: MeasuredPeak | None = None
+        self.neighbour: StandardNeighbour | None = None  # --accel-calibrate's, while it runs
         if self.options.device != "auto":
             self.device()  # an explicit request is checked before anything runs (exit code 4)
 
@@ -124,22 +126,9 @@ class AccelSession:
             options, device = self.options, self.device()
             # Not under torchrun, and not from a confirmation child (it would spawn one in turn).
             may_spawn = options.fresh_confirmation and self.world is None and not in_fresh_process()
-            child = ChildSettings(
-                device=device.kind,
-                profile=options.profile,
-                baselines=self.store.root,
-                measure_seconds=options.measure_seconds,
-                warmup_max_seconds=options.warmup_max_seconds,
-                tolerance=options.policy.tolerance,
-                memory_tolerance=options.policy.memory_tolerance,
-                state_noise_floor=options.policy.state_noise_floor,
-                foreign_cpu_margin=options.policy.foreign_cpu_margin,
-                confirmations=options.confirmations,
-                cpu_threads=getattr(device, "threads", None),
-                inherited=inherited_options(self.config.invocation_params.args, self.config.invocation_params.dir),
-            )
+            child = self._child_settings()
             mode = GateMode(
-                update=options.update,
+                update=options.update or options.calibrate,
                 strict=options.strict,
                 require_baseline=options.require_baseline,
                 confirmations=options.confirmations,
@@ -147,6 +136,24 @@ class AccelSession:
             )
             self._gate = Gate(self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory)
         return self._gate
+
+    def _child_settings(self) -> ChildSettings:
+        """What a child pytest (a confirmation, the calibration's neighbour) needs to measure as this run does."""
+        options, device = self.options, self.device()
+        return ChildSettings(
+            device=device.kind,
+            profile=options.profile,
+            baselines=self.store.root,
+            measure_seconds=options.measure_seconds,
+            warmup_max_seconds=options.warmup_max_seconds,
+            tolerance=options.policy.tolerance,
+            memory_tolerance=options.policy.memory_tolerance,
+            state_noise_floor=options.policy.state_noise_floor,
+            foreign_cpu_margin=options.policy.foreign_cpu_margin,
+            confirmations=options.confirmations,
+            cpu_threads=getattr(device, "threads", None),
+            inherited=inherited_options(self.config.invocation_params.args, self.config.invocation_params.dir),
+        )
 
     def throughput(self, item: pytest.Item, benchmark: Any) -> Throughput:
         """The ``throughput`` fixture's value for one test."""
@@ -256,8 +263,11 @@ class AccelSession:
             self.baselines()  # a corrupt baseline file stops the run before anything is measured
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """``--accel-stale`` / ``--accel-prune``: list (and remove) entries of tests that no longer exist."""
+        """``--accel-calibrate``: start the standard neighbour. ``--accel-stale`` / ``--accel-prune``: list
+        (and remove) entries of tests that no longer exist."""
         options = self.options
+        if options.calibrate and self.world is None and not hasattr(self.config, "workerinput"):
+            self._start_neighbour([item.nodeid for item in session.items if is_perf_item(item)])
         if not options.stale or hasattr(self.config, "workerinput"):
             return
         if self.config.option.keyword or self.config.option.markexpr:
@@ -280,6 +290,18 @@ class AccelSession:
         where = self.store.path_for(key, options.profile, self.world_size)
         lines = [f"accel: {verb}: {test}" for test in tests] or [f"accel: no stale entries in {where}"]
         pytest.exit("\n".join(lines), returncode=0)
+
+    def _start_neighbour(self, tests: list[str]) -> None:
+        if not tests or in_fresh_process():
+            return
+        self.neighbour = StandardNeighbour(tests, self.config.rootpath, self._child_settings())
+        self.neighbour.start()
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                f"accel: calibrating beside the standard neighbour: a second copy of these {len(tests)} perf "
+                "test(s) in a child pytest, restarted whenever it ends"
+            )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect measurements from the reports of call phases (and of setups that skipped)."""
@@ -331,6 +353,8 @@ class AccelSession:
                 # otherwise keep the job alive as long as it hangs), and the job fails naming the rank.
                 print(f"accel: rank {self.coordinator.world.rank}: {failure}", file=sys.stderr)
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.neighbour is not None:
+            self.neighbour.stop()
         if hasattr(self.config, "workerinput") or not self.reports:
             return
         writers: list[tuple[str, Callable[[], None]]] = []
@@ -341,6 +365,8 @@ class AccelSession:
             writers.append((f"--accel-markdown {self.options.markdown_path}", self._write_markdown))
         if self.options.update:
             writers.append(("the baselines", self._write_baselines))
+        if self.options.calibrate:
+            writers.append(("the calibration", self._write_calibration))
         for what, write in writers:
             try:
                 write()
@@ -365,6 +391,19 @@ class AccelSession:
             world_size=self.world_size,
         )
         path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+    def _write_calibration(self) -> None:
+        measured = [r for r in self.recorded if not r.measurement.disabled]
+        entries, skipped = calibrate_entries(
+            (r.measurement for r in measured), (r.test for r in measured), self.baselines(),
+            self.options.policy.foreign_cpu_margin,
+        )  # fmt: skip
+        path = self.store.update(self.device().key(), self.options.profile, self.world_size, entries)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            for line in [f"calibrated {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} in {path}",
+                         *(f"not calibrated: {why}" for why in skipped)]:  # fmt: skip
+                reporter.write_line(f"accel: {line}")
 
     def _write_baselines(self) -> None:
         measured = [r for r in self.recorded if not r.measurement.disabled]

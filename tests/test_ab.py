@@ -64,6 +64,7 @@ def assert_nothing_left(repo: Path) -> None:
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("pytest-accel-ab-*/test_perf.py"))
 
 
+@pytest.mark.slow
 def test_a_planted_slowdown_in_the_working_tree_is_regressed(repo: Path) -> None:
     (repo / "kernel.py").write_text(KERNEL.format(slow=3))  # uncommitted: the head is the tree as it is
     done = ab(repo, "--base", "good", "--max-pairs", "6", *SELECTION)
@@ -83,24 +84,56 @@ def test_a_planted_slowdown_in_the_working_tree_is_regressed(repo: Path) -> None
     assert_nothing_left(repo)
 
 
-def test_a_test_only_the_head_has_is_new_not_an_error(repo: Path) -> None:
+@pytest.mark.slow
+def test_a_test_only_the_head_has_is_new_and_said_not_compared(repo: Path) -> None:
     extra = TEST.replace("test_work", "test_added")
     (repo / "test_perf.py").write_text(TEST + extra.replace("from kernel import work\n", ""))
-    done = ab(repo, "--base", "good", "--max-pairs", "3", "--", "test_perf.py", "--device", "cpu", "-k", "added")
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = ab(repo, "--base", "good", "--tolerance", "0.5", "--max-pairs", "10", *SELECTION)
+    assert done.returncode == 0, done.stdout + done.stderr  # test_work was compared
     assert "only the head has this test" in done.stdout and "| new |" in done.stdout
-    assert "after 1 pair(s)" in done.stdout  # decided at once, and not measured again
+    assert "NOT COMPARED: test_perf.py::test_added: only the head has this test" in done.stdout
+    comparison = json.loads((repo / ".pytest-accel-ab" / "comparison.json").read_text())
+    added = next(t for t in comparison["tests"] if t["test"].endswith("test_added"))
+    assert added["log_ratios"] == [] and len(added["head_figures"]) == 1  # decided at once, not measured again
     assert_nothing_left(repo)
 
 
-def test_a_test_file_the_base_does_not_have_is_new(repo: Path) -> None:
+@pytest.mark.slow
+def test_a_sitting_that_compared_nothing_is_exit_2(repo: Path) -> None:
     (repo / "test_added.py").write_text(TEST.replace("test_work", "test_added"))
     done = ab(repo, "--base", "good", "--max-pairs", "3", "--", "test_added.py", "--device", "cpu")
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr
     assert "| test_added.py::test_added |" in done.stdout and "| new |" in done.stdout
+    assert "NOT COMPARED: test_added.py::test_added" in done.stdout and "compared nothing" in done.stdout
     assert_nothing_left(repo)
 
 
+@pytest.mark.slow
+def test_a_selection_that_matches_nothing_is_exit_2(repo: Path) -> None:
+    done = ab(repo, "--base", "good", "--max-pairs", "3", *SELECTION, "-k", "no_such_test")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "measured nothing on either side" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_repository_without_a_pytest_config_file_compares_the_same_test_ids(tmp_path: Path) -> None:
+    """No pytest.ini, pyproject or tox.ini (a kernel developer's experiment): each side's rootdir is its
+    own tree, so base and head name the test alike and a planted slowdown is regressed."""
+    folder = tmp_path / "bare"
+    folder.mkdir()
+    git(folder, "init", "-q")
+    commit(folder, "good", **{"kernel.py": KERNEL.format(slow=1), "test_perf.py": TEST})
+    (folder / "kernel.py").write_text(KERNEL.format(slow=3))
+    budgets = ["-o", "accel_warmup_max_seconds=0.1", "-o", "accel_measure_seconds=0.1"]
+    done = ab(folder, "--base", "HEAD", "--max-pairs", "6", *SELECTION, *budgets)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "| test_perf.py::test_work |" in done.stdout and "| regressed |" in done.stdout
+    assert "NOT COMPARED" not in done.stdout
+    assert f"base: rootdir: {tmp_path}" not in done.stderr  # never the scratch folder's parent
+    assert_nothing_left(folder)
+
+
+@pytest.mark.slow
 def test_base_python_runs_the_same_tree_with_another_interpreter(repo: Path) -> None:
     """Here the "other" interpreter is this one: an A/A sitting, labelled with the interpreters."""
     # A cap of 3 pairs left the noise no room: CI once read this A/A sitting +13.3% [-28.3%, +79.0%]
@@ -151,6 +184,7 @@ def test_out_folder_with_foreign_files_is_refused(repo: Path) -> None:
     assert (repo / "mine" / "notes.txt").read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_a_base_that_fails_to_import_is_exit_2_and_shows_why(repo: Path) -> None:
     commit(repo, "broken", **{"kernel.py": "def work(:\n"})
     git(repo, "tag", "broken")
@@ -161,6 +195,7 @@ def test_a_base_that_fails_to_import_is_exit_2_and_shows_why(repo: Path) -> None
     assert_nothing_left(repo)
 
 
+@pytest.mark.slow
 def test_a_head_that_fails_to_import_is_inconclusive_so_bisect_skips_it(repo: Path) -> None:
     (repo / "kernel.py").write_text("def work(:\n")
     done = ab(repo, "--base", "good", *SELECTION)
@@ -169,6 +204,7 @@ def test_a_head_that_fails_to_import_is_inconclusive_so_bisect_skips_it(repo: Pa
     assert_nothing_left(repo)
 
 
+@pytest.mark.slow
 def test_a_failing_test_on_the_head_is_an_error_row(repo: Path) -> None:
     (repo / "test_perf.py").write_text(TEST + "    assert False, 'wrong answer'\n")
     done = ab(repo, "--base", "good", *SELECTION)
@@ -176,6 +212,7 @@ def test_a_failing_test_on_the_head_is_an_error_row(repo: Path) -> None:
     assert "| error |" in done.stdout and "head: test_perf.py::test_work failed" in done.stdout
 
 
+@pytest.mark.slow
 def test_interrupted_sitting_leaves_no_worktree_and_no_process(repo: Path) -> None:
     sleeper = (
         "import os, pathlib, time\nfrom kernel import work\n\ndef test_work(throughput):\n"
@@ -210,6 +247,7 @@ def test_interrupted_sitting_leaves_no_worktree_and_no_process(repo: Path) -> No
     assert_nothing_left(repo)
 
 
+@pytest.mark.slow
 def test_git_bisect_run_finds_the_planted_slowdown(repo: Path) -> None:
     """Five commits after the good one; the third makes the work 3x as long. bisect names it."""
     planted = ""
@@ -248,6 +286,7 @@ def work():
 """
 
 
+@pytest.mark.slow
 def test_a_regression_says_which_operators_changed_with_a_trace_per_side(repo: Path) -> None:
     commit(repo, "flash", **{"kernel.py": ATTENTION.format(backend="FLASH_ATTENTION")})
     (repo / "kernel.py").write_text(ATTENTION.format(backend="MATH"))  # about 2x slower on the CPU

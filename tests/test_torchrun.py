@@ -61,6 +61,7 @@ def torchrun(folder: Path, test_file: str, *args: str, timeout: float = 240) -> 
     return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_throughput_is_global_and_only_rank_zero_reports(tmp_path: Path) -> None:
     from pytest_accel.engine.devices.cpu import CpuDevice
     from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
@@ -72,7 +73,9 @@ def test_throughput_is_global_and_only_rank_zero_reports(tmp_path: Path) -> None
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     (result,) = json.loads((tmp_path / "out.json").read_text())["results"]
     assert result["items_per_call"] == 2  # one item per rank
-    assert 0.0029 < result["figures"]["seconds_per_call"] < 0.006  # the slow rank's time, not the fast one's
+    # The slow rank's time, not the fast one's: sleep(0.003) never returns early, whatever the machine's load
+    # (no upper bound: a busy host stretches sleeps by any amount).
+    assert result["figures"]["seconds_per_call"] >= 0.003
     # N-device items/s over N x the one-device baseline's items/s.
     expected = result["figures"]["items_per_second"] / (2 * single.items_per_second)
     assert result["extra"]["scaling_efficiency"] == pytest.approx(expected)
@@ -81,6 +84,7 @@ def test_throughput_is_global_and_only_rank_zero_reports(tmp_path: Path) -> None
     assert "test_job.py::test_uneven" in written.read_text()
 
 
+@pytest.mark.slow
 def test_a_failure_on_one_rank_fails_the_test_everywhere_naming_it(tmp_path: Path) -> None:
     started = time.monotonic()
     ran = torchrun(tmp_path, FAILING)
@@ -89,6 +93,7 @@ def test_a_failure_on_one_rank_fails_the_test_everywhere_naming_it(tmp_path: Pat
     assert "rank 1: call failed: RuntimeError: boom on rank one" in ran.stdout
 
 
+@pytest.mark.slow
 def test_a_killed_rank_ends_the_job_and_leaves_no_worker(tmp_path: Path) -> None:
     started = time.monotonic()
     ran = torchrun(tmp_path, KILLED)
@@ -99,6 +104,7 @@ def test_a_killed_rank_ends_the_job_and_leaves_no_worker(tmp_path: Path) -> None
     assert not leftover, f"processes of the job survived: {leftover}"
 
 
+@pytest.mark.slow
 def test_a_rank_hung_in_a_later_test_ends_the_job_non_zero_naming_it(tmp_path: Path) -> None:
     """Issue 15, case 12: rank 0 waits accel_rank_timeout_seconds (20 s here) at the end, then fails the job."""
     started = time.monotonic()

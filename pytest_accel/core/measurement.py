@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, final
 
 from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.stats import median, relative_spread
 
-__all__ = ["DEFAULT_METRIC", "FOREIGN_CPU", "Measurement", "compared_samples", "display_name", "probe_normalized"]
+__all__ = [
+    "DEFAULT_METRIC",
+    "FOREIGN_CPU",
+    "Measurement",
+    "compared_samples",
+    "display_name",
+    "pooled",
+    "probe_normalized",
+]
 
 DEFAULT_METRIC = "throughput"  # the metric name of a test that takes one measurement
 # The entry of ``Measurement.state`` that is not a probe's time: the share of the host's CPU time other
@@ -135,3 +143,19 @@ class Measurement:
         operators = fields.get("operators")
         fields["operators"] = None if operators is None else OperatorProfile.from_json(operators, "operators")
         return cls(**fields)
+
+
+def pooled(measurements: Sequence[Measurement]) -> Measurement:
+    """Measurements of one workload in one process as one: their rounds (and probe rounds) in order, the
+    median of each state figure, the latest's everything else. More rounds, a narrower interval."""
+    first, *rest = measurements
+    if not rest:
+        return first
+    states = [m.state for m in measurements]
+    state = {name: median([s[name] for s in states if name in s]) for name in sorted({n for s in states for n in s})}
+    return replace(
+        measurements[-1],
+        samples=tuple(sample for m in measurements for sample in m.samples),
+        probe_samples=tuple(sample for m in measurements for sample in m.probe_samples),
+        state=state,
+    )

@@ -22,11 +22,11 @@ import stat
 import tempfile
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
 
-from pytest_accel.core.measurement import Measurement, compared_samples
+from pytest_accel.core.measurement import FOREIGN_CPU, Measurement, compared_samples
 from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.stats import median
 from pytest_accel.core.validation import Invalid as _Invalid
@@ -40,6 +40,7 @@ from pytest_accel.core.validation import samples as _samples
 from pytest_accel.core.validation import show as _show
 from pytest_accel.core.validation import states as _states
 from pytest_accel.core.validation import text as _text
+from pytest_accel.judgement.state import CALIBRATED
 
 __all__ = [
     "COMPARABLE_PROVENANCE",
@@ -48,6 +49,7 @@ __all__ = [
     "BaselineEntry",
     "BaselineError",
     "BaselineStore",
+    "calibrated",
     "run_history",
     "state_history",
 ]
@@ -100,6 +102,18 @@ def _provenance(value: object, path: str) -> dict[str, str]:
     return dict(value)
 
 
+def _calibration(value: object, path: str) -> tuple[Mapping[str, float], ...]:
+    """Calibration runs: objects with exactly a positive "median" and a "foreign_cpu" share in [0, 1]."""
+    runs = _states(value, path)
+    for index, run in enumerate(runs):
+        where = f"{path}[{index}]"
+        if set(run) != {CALIBRATED, FOREIGN_CPU}:
+            raise _Invalid(where, f"expected the keys {CALIBRATED!r} and {FOREIGN_CPU!r}, got {sorted(run)}")
+        if run[CALIBRATED] <= 0 or run[FOREIGN_CPU] > 1:
+            raise _Invalid(where, f"expected a positive median and a share in [0, 1], got {dict(run)}")
+    return runs
+
+
 def _round_significant(value: float) -> float:
     """The value to SAMPLE_SIGNIFICANT_DIGITS significant digits (unrounded where rounding would overflow)."""
     rounded = float(f"{value:.{SAMPLE_SIGNIFICANT_DIGITS}g}")
@@ -130,6 +144,10 @@ class BaselineEntry:
     # The latest recording's top operators per call (core/operators.py); None in entries recorded
     # before pytest-accel took them, or with --accel-operators=off: a regression then has no diff.
     operators: OperatorProfile | None = field(default=None, hash=False)
+    # Each calibration run beside the standard neighbour (--accel-calibrate), oldest first: its
+    # compared figure ("median", as in run_medians) and the share of the host's CPU other processes
+    # used ("foreign_cpu"). How far a neighbour moves this test: the verdict's neighbour bound.
+    calibration: tuple[Mapping[str, float], ...] = field(default=(), hash=False)
 
     def __post_init__(self) -> None:
         try:
@@ -142,6 +160,7 @@ class BaselineEntry:
                 "probe_samples": _samples(self.probe_samples, "probe_samples", allow_empty=True),
                 "run_medians": _samples(self.run_medians, "run_medians", allow_empty=True),
                 "run_states": _states(self.run_states, "run_states"),
+                "calibration": _calibration(self.calibration, "calibration"),
                 "peak_memory_bytes": _byte_count(self.peak_memory_bytes, "peak_memory_bytes"),
                 "tolerance": _tolerance(self.tolerance, "tolerance"),
                 "memory_tolerance": _tolerance(self.memory_tolerance, "memory_tolerance"),
@@ -192,6 +211,7 @@ class BaselineEntry:
             "memory_tolerance": self.memory_tolerance,
             "provenance": dict(self.provenance),
             **({} if self.operators is None else {"operators": self.operators.to_json()}),
+            **({"calibration": [dict(sorted(run.items())) for run in self.calibration]} if self.calibration else {}),
         }
 
     @classmethod
@@ -215,6 +235,7 @@ class BaselineEntry:
                 probe_samples=_samples(data.get("probe_samples", []), f"{base}['probe_samples']", allow_empty=True),
                 run_medians=_samples(data.get("run_medians", []), f"{base}['run_medians']", allow_empty=True),
                 run_states=_states(data.get("run_states", []), f"{base}['run_states']"),
+                calibration=_calibration(data.get("calibration", []), f"{base}['calibration']"),
                 peak_memory_bytes=_byte_count(data.get("peak_memory_bytes"), f"{base}['peak_memory_bytes']"),
                 tolerance=_tolerance(data.get("tolerance"), f"{base}['tolerance']"),
                 memory_tolerance=_tolerance(data.get("memory_tolerance"), f"{base}['memory_tolerance']"),
@@ -381,6 +402,29 @@ def state_history(
         return current
     assert previous is not None
     return (*previous.run_states, *current)[-MAX_RUN_HISTORY:]
+
+
+def calibrated(previous: BaselineEntry, measurement: Measurement, margin: float) -> BaselineEntry | str:
+    """``previous`` with ``measurement`` (taken beside the standard neighbour) added as a calibration run,
+    or why it cannot be: a figure of another workload, or a neighbour that did not load the host.
+
+    ``margin``: how much more of the host's CPU other processes must have used than in any quiet
+    recording for the run to say anything about a neighbour (the verdict's foreign_cpu_margin).
+    """
+    share = measurement.state.get(FOREIGN_CPU)
+    quiet = max((state[FOREIGN_CPU] for state in previous.run_states if FOREIGN_CPU in state), default=0.0)
+    if bool(previous.probe_samples) != bool(measurement.probe_samples):
+        return "the baseline and this run differ in whether they have probe samples"
+    if previous.unit != measurement.unit or previous.items_per_call != measurement.items_per_call:
+        return "the workload changed since the baseline was recorded: record it again first"
+    if share is None or share <= quiet + margin:
+        shown = "unknown" if share is None else f"{share:.0%}"
+        return (
+            f"the neighbour used {shown} of the host's CPU: not more than the quiet recordings' "
+            f"{quiet:.0%} + {margin:.0%}"
+        )
+    run = {CALIBRATED: median(measurement.compared_samples), FOREIGN_CPU: share}
+    return replace(previous, calibration=(*previous.calibration, run)[-MAX_RUN_HISTORY:])
 
 
 def _continues(

@@ -13,12 +13,12 @@ No pytest here: the fixture turns a failure message into a test failure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
-from pytest_accel.core.measurement import Measurement, display_name
+from pytest_accel.core.measurement import Measurement, display_name, pooled
 from pytest_accel.core.units import format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
@@ -31,9 +31,11 @@ from pytest_accel.judgement.verdict import (
     combine,
     judge_memory,
     judge_time,
+    pooled_run_spread,
 )
 
 __all__ = [
+    "EXTEND_MEASUREMENTS",
     "RECORD_HINT",
     "REFUTED_LIMIT",
     "Gate",
@@ -45,6 +47,11 @@ __all__ = [
     "with_fresh_confirmation",
 ]
 
+# Extra measurements of a suspect the first one could not decide, pooled with it (run_gate). Beside a
+# second perf suite on the 2-core VM one measurement's interval was +-17-20% where a quiet one's was
+# +-5%, so a planted +20-33% read "could see 20%"; five measurements' rounds narrow it about sqrt(5)
+# fold (docs/sensitivity.md). Only suspects pay: unchanged code that reads within the tolerance does not.
+EXTEND_MEASUREMENTS = 4
 # After this many suspects of one run were not confirmed by a fresh process, the run's process-level
 # bias is shown: later suspects are reported noisy at once, not re-measured in yet another process
 # each (on a 2-core VM with a neighbour that storm took a 3-minute suite to 16 minutes).
@@ -63,6 +70,7 @@ class GateResult:
     time: Verdict
     memory: Verdict | None
     measurements: tuple[Measurement, ...]  # the first measurement, then any re-measurements
+    group: int = 1  # how many measurements each verdict pooled (run_gate's extension of an undecided suspect)
 
     @property
     def record(self) -> VerdictRecord:
@@ -76,14 +84,23 @@ class GateResult:
 
     @property
     def reported(self) -> Measurement:
-        """The measurement the report shows: the last re-measurement of a regression, else the first."""
-        return self.measurements[-1] if self.outcome is Outcome.REGRESSED else self.measurements[0]
+        """The measurement the report shows: the last (group of) re-measurement(s) of a regression, else the
+        first (group): all the rounds its verdict judged."""
+        regressed = self.outcome is Outcome.REGRESSED
+        return pooled(self.measurements[-self.group :] if regressed else self.measurements[: self.group])
 
 
-def _observation(source: Measurement | BaselineEntry) -> Observation:
+def _observation(source: Measurement | BaselineEntry, pooled: tuple[float, float] | None = None) -> Observation:
     if isinstance(source, BaselineEntry):
         return Observation(
-            source.samples, source.probe_samples, source.peak_memory_bytes, source.run_medians, {}, source.run_states
+            source.samples,
+            source.probe_samples,
+            source.peak_memory_bytes,
+            source.run_medians,
+            {},
+            source.run_states,
+            source.calibration,
+            pooled,
         )
     return Observation(source.samples, source.probe_samples, source.peak_memory_bytes, (), source.state)
 
@@ -132,9 +149,16 @@ def run_gate(
     remeasure: Callable[[], Measurement],
     confirmations: int,
     gate_memory: bool = True,
+    pooled_spread: tuple[float, float] | None = None,
 ) -> GateResult:
     """Judge ``measurement``; re-measure up to ``confirmations`` times while it looks regressed (once
-    while it looks improved)."""
+    while it looks improved).
+
+    A suspect the first measurement could not decide (slower beyond the tolerance, but its interval
+    too wide, or within what a neighbour could explain) is measured again, up to EXTEND_MEASUREMENTS
+    times, and judged on all its rounds pooled until it is decided. Such a group of measurements
+    has re-measured already: it is then confirmed once, by a group of the same size.
+    """
     if entry is None:
         return GateResult(
             Verdict(Outcome.NEW, "time", "no baseline for this test on this device"), None, (measurement,)
@@ -148,20 +172,39 @@ def run_gate(
             tolerance=entry.tolerance if entry.tolerance is not None else policy.tolerance,
             memory_tolerance=entry.memory_tolerance if entry.memory_tolerance is not None else policy.memory_tolerance,
         )
-    baseline = _observation(entry)
-    first = judge_time(_observation(measurement), baseline, policy)
+    baseline = _observation(entry, pooled_spread)
+
+    def judge(group: Sequence[Measurement]) -> Verdict:
+        return judge_time(_observation(pooled(group)), baseline, policy)
+
     taken = [measurement]
+    first = judge(taken)
+    while _undecided_suspect(first, policy.tolerance) and len(taken) <= EXTEND_MEASUREMENTS:
+        taken.append(remeasure())
+        first = judge(taken)
+    group = len(taken)
     again: list[Verdict] = []
     # A suspected regression is re-measured up to ``confirmations`` times; a suspected improvement once
     # (a false one asks the user to refresh the baseline from a biased run, which then cries wolf).
     wanted = {Outcome.REGRESSED: confirmations, Outcome.IMPROVED: min(1, confirmations)}.get(first.outcome, 0)
-    while len(again) < wanted:
-        taken.append(remeasure())
-        again.append(judge_time(_observation(taken[-1]), baseline, policy))
+    while len(again) < (wanted if group == 1 else min(wanted, 1)):
+        batch = [remeasure() for _ in range(group)]
+        taken += batch
+        again.append(judge(batch))
         if again[-1].outcome is not first.outcome:
             break
     memory = judge_memory(_observation(measurement), baseline, policy) if gate_memory else None
-    return GateResult(combine(first, again), memory, tuple(taken))
+    return GateResult(combine(first, again), memory, tuple(taken), group)
+
+
+def _undecided_suspect(verdict: Verdict, tolerance: float) -> bool:
+    """Slower beyond the tolerance, but not called: an interval too wide, or a neighbour's bound too close."""
+    return (
+        verdict.outcome in (Outcome.UNCHANGED, Outcome.NOISY)
+        and verdict.ratio is not None
+        and verdict.ratio > 1 + tolerance
+        and verdict.detectable is not None  # None: nothing more rounds could change (no calibration, a shift)
+    )
 
 
 @final
@@ -206,6 +249,7 @@ class Gate:
         self._rootdir = rootdir
         self._gate_memory = gate_memory
         self.refuted = 0  # suspects a fresh process did not confirm, so far in this run
+        self._pooled: tuple[tuple[float, float] | None] | None = None  # the file's pooled run spread, once
 
     def judge(
         self, test: str, measurement: Measurement, policy: VerdictPolicy, remeasure: Callable[[], Measurement]
@@ -214,7 +258,11 @@ class Gate:
         mode = self._mode
         entry = self._entries().get((test, measurement.name))
         confirmations = 0 if mode.update else mode.confirmations
-        gate = run_gate(measurement, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory)
+        if self._pooled is None:
+            self._pooled = (pooled_run_spread([e.run_medians for e in self._entries().values()]),)
+        gate = run_gate(
+            measurement, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory, self._pooled[0]
+        )
         if mode.fresh_process is not None and not mode.update:
             if gate.time.outcome is Outcome.REGRESSED:
                 gate = replace(gate, time=self._confirm_in_fresh_process(test, measurement.name, gate.time))

@@ -6,8 +6,10 @@ Pure logic: no torch, no pytest. The rules, in order:
 2. The machine misbehaves: the normalised samples spread far wider than the baseline's, the
    reference kernel runs at a very different speed than when the baseline was recorded, or the
    figure looks slower beyond the tolerance while the machine's state shifted that way by more than
-   the tolerance beyond what the baseline's recordings covered (the state shift, below), or while
-   other processes used far more of the host's CPU than in any recording            -> NOISY
+   the tolerance beyond what the baseline's recordings covered (the state shift, below)  -> NOISY
+   Other processes used far more of the host's CPU than in any recording (a neighbour): a slowdown
+   is judged only beyond what a neighbour moved this test in its calibration runs (the neighbour
+   bound, below), and is NOISY within it, or when no calibration covers a neighbour this busy.
 3. Time ratio of this run's median to the median of the baseline's recorded runs, computed on
    normalised samples (each round over its adjacent probe round, or for a pipelined measurement over
    the median of its probe block) when both sides have them,
@@ -40,21 +42,24 @@ import enum
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, final
 
-from pytest_accel.core.measurement import FOREIGN_CPU, compared_samples, probe_normalized
+from pytest_accel.core.measurement import compared_samples, probe_normalized
 from pytest_accel.core.stats import (
     mann_whitney_p,
     median,
     quantile,
     ratio_confidence_interval,
     relative_spread,
+    t_quantile,
     z_score,
 )
 from pytest_accel.core.units import format_percent_change as _percent
+from pytest_accel.judgement.state import CALIBRATED, StateShift, host_shared, neighbour_bound, state_shift
 
 __all__ = [
+    "CALIBRATED",
     "Observation",
     "Outcome",
     "StateShift",
@@ -66,6 +71,8 @@ __all__ = [
     "host_shared",
     "judge_memory",
     "judge_time",
+    "neighbour_bound",
+    "pooled_run_spread",
     "state_shift",
 ]
 
@@ -91,6 +98,12 @@ class Observation:
     run_medians: Sequence[float] = ()  # baseline only: the compared figure of each recorded run
     state: Mapping[str, float] = field(default_factory=dict)  # now only: probe name -> median s/call
     run_states: Sequence[Mapping[str, float]] = ()  # baseline only: the state of each recorded run
+    # Baseline only: the compared figure (as in run_medians) and the share of the host's CPU other
+    # processes used, of each calibration run beside the standard neighbour (--accel-calibrate).
+    calibration: Sequence[Mapping[str, float]] = ()
+    # Baseline only: the between-run SD of log run medians pooled over the baseline file's entries,
+    # with its degrees of freedom (pooled_run_spread); None when unknown.
+    pooled_spread: tuple[float, float] | None = None
 
     @property
     def compared(self) -> tuple[float, ...]:
@@ -260,95 +273,67 @@ class VerdictRecord:
         )
 
 
-def host_shared(now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], margin: float) -> str:
-    """Why the host was shared beyond what the recordings saw ("" when it was not, or nothing is known)."""
-    seen = [s[FOREIGN_CPU] for s in recorded if FOREIGN_CPU in s]
-    share = now.get(FOREIGN_CPU)
-    if share is None or not seen or share <= max(seen) + margin:
-        return ""
-    return (
-        f"other processes used {share:.0%} of the host's CPU time during this measurement (its baseline's "
-        f"recordings: at most {max(seen):.0%})"
-    )
+# Prior degrees of freedom given to the file's pooled between-run spread when it moderates an entry's
+# own (limma's moderated t, Smyth 2004): worth two entries' worth of three recordings. Three numbers
+# alone gave an SD small enough by chance that a quiet +10.9% read "regressed" (z = 1.96 on SD of 3).
+POOLED_PRIOR_DF = 4.0
 
 
-# What each state probe's time says, for reasons (see engine/machine.py's state_probes).
-_STATE_NAMES = {
-    "memory": "a large memory copy",
-    "latency": "a random gather",
-    "fresh": "touching freshly mapped memory (page faults)",
-    "compute": "the reference kernel",
-}
+def pooled_run_spread(entries: Sequence[Sequence[float]]) -> tuple[float, float] | None:
+    """The SD of log run medians pooled over entries (each about its own mean), and its degrees of freedom.
 
-
-@final
-@dataclass(frozen=True)
-class StateShift:
-    """How far the machine's state lies outside what a baseline's recordings saw, in each direction.
-
-    ``slower``: the largest excess (log ratio) of a probe that now takes relatively longer, so a
-    workload bound by what it measures could look slower without any change of code; ``faster``:
-    the same the other way. Zero when nothing moved beyond the recorded range and the noise floor.
+    None when no entry has two recordings. Pooled across a baseline file's entries: one host, one
+    schedule of recordings, so one estimate of how much a process's figure moves as a whole.
     """
+    squares, df = 0.0, 0
+    for runs in entries:
+        if len(runs) >= 2:
+            logs = [math.log(r) for r in runs]
+            centre = statistics.fmean(logs)
+            squares += sum((x - centre) ** 2 for x in logs)
+            df += len(logs) - 1
+    return (math.sqrt(squares / df), float(df)) if df else None
 
-    slower: float = 0.0
-    faster: float = 0.0
-    why_slower: str = ""
-    why_faster: str = ""
 
+def _between_run(runs: Sequence[float], pooled: tuple[float, float] | None, policy: VerdictPolicy) -> float:
+    """The between-run half-width (log scale) of a baseline's centre and one new run.
 
-def state_shift(
-    now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], noise_floor: float = 0.10
-) -> StateShift:
-    """Compare this run's state probes with the recordings' (see ``StateShift``).
-
-    For each probe beside ``compute``: its time relative to the reference kernel's, now, against
-    the same relative time in each recording (centred on their median). Only the excess beyond the
-    recorded range, widened by ``noise_floor`` (the probes' own run-to-run noise), counts: the
-    recordings' spread is already in the between-run error. Nothing to compare (no states on one
-    side) is no shift.
+    The larger of: the entry's own SD at the normal quantile (a test that is truly noisier than the
+    file keeps its width), and its SD moderated by the file's pooled one at Student's t quantile with
+    the combined degrees of freedom (three close recordings cannot make a test look steadier than
+    the host is). Never below ``between_run_floor``; widened by sqrt(1 + 1/runs) for the centre.
     """
-    if "compute" not in now:
-        return StateShift()
-    slower, faster, why_slower, why_faster = 0.0, 0.0, "", ""
-    for name, seconds in sorted(now.items()):
-        pairs = [(s[name], s["compute"]) for s in recorded if name in s and "compute" in s]
-        if name in ("compute", FOREIGN_CPU) or not pairs or seconds <= 0 or min(p for p, _ in pairs) <= 0:
-            continue
-        history = [math.log(p / c) for p, c in pairs]
-        centre = median(history)
-        relative = math.log(seconds / now["compute"]) - centre
-        low, high = min(history) - centre, max(history) - centre
-        why = (
-            f"{_STATE_NAMES.get(name, name)} took {math.exp(relative):.2f}x as long, relative to the reference "
-            f"kernel, as in the baseline's recordings (they spanned {math.exp(low):.2f}-{math.exp(high):.2f}x)"
-        )
-        if relative - high - noise_floor > slower:
-            slower, why_slower = relative - high - noise_floor, why
-        if low - noise_floor - relative > faster:
-            faster, why_faster = low - noise_floor - relative, why
-    return StateShift(slower, faster, why_slower, why_faster)
+    own = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 2 else 0.0
+    width = z_score(policy.confidence) * max(own, policy.between_run_floor)
+    if pooled is not None:
+        spread, _ = pooled
+        own_df, prior_df = len(runs) - 1, min(POOLED_PRIOR_DF, pooled[1])
+        moderated = math.sqrt((own_df * own**2 + prior_df * spread**2) / (own_df + prior_df))
+        level = (1 + policy.confidence) / 2
+        width = max(width, t_quantile(level, own_df + prior_df) * moderated)
+    return width * math.sqrt(1 + 1 / len(runs))
 
 
 def _ratio_interval(
-    now: Sequence[float], then: Sequence[float], run_medians: Sequence[float], policy: VerdictPolicy
+    now: Sequence[float],
+    then: Sequence[float],
+    run_medians: Sequence[float],
+    policy: VerdictPolicy,
+    pooled: tuple[float, float] | None = None,
 ) -> tuple[float, float]:
     """Ratio of this run's median to the baseline runs' median, and the half-width of its interval (log scale).
 
     Two independent errors add on the log scale: the within-run one (the distribution-free
     interval of this run's samples against the latest baseline samples) and the between-run one
-    (the recorded runs' spread, at least ``between_run_floor``, widened by sqrt(1 + 1/runs) for the
-    uncertainty of their centre). Two recordings that disagree count too: the README asks for two
-    or three, and a pair 18% apart (one process 1.1x off, seen on the 2-core VM) put a centre 9% off
-    the truth, which unchanged code then read as "improved -9%" run after run.
+    (``_between_run``). Two recordings that disagree count too: the README asks for two or three,
+    and a pair 18% apart (one process 1.1x off, seen on the 2-core VM) put a centre 9% off the
+    truth, which unchanged code then read as "improved -9%" run after run.
     """
     runs = tuple(run_medians) or (median(then),)
     ratio = median(now) / median(runs)
     _, within_low, within_high = ratio_confidence_interval(now, then, policy.confidence)
     within = (math.log(within_high) - math.log(within_low)) / 2
-    spread = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 2 else 0.0
-    between = z_score(policy.confidence) * max(spread, policy.between_run_floor) * math.sqrt(1 + 1 / len(runs))
-    return ratio, math.hypot(within, between)
+    return ratio, math.hypot(within, _between_run(runs, pooled, policy))
 
 
 def _separated(now: Sequence[float], then: Sequence[float], runs: Sequence[float], tolerance: float) -> bool:
@@ -415,6 +400,40 @@ def _what_it_could_see(detectable: float, shift: StateShift, shared: str) -> str
     return sees
 
 
+def _beside_neighbour(
+    now: Mapping[str, float],
+    calibration: Sequence[Mapping[str, float]],
+    runs: Sequence[float],
+    estimate: tuple[float, float],
+    shift: StateShift,
+    shared: str,
+    policy: VerdictPolicy,
+) -> tuple[Verdict | None, StateShift, str]:
+    """A slowdown on a shared host: (the noisy verdict, ...) when a neighbour could explain it, else
+    (None, the shift widened by the neighbour bound, the clause a regression carries)."""
+    ratio, half_width = estimate
+    bound = neighbour_bound(now, calibration, runs, policy.foreign_cpu_margin)
+    if bound is None:
+        reason = (
+            f"time {_percent(ratio)}, but {shared}, and no calibration run of this test saw a neighbour this busy "
+            "(record one with --accel-calibrate): not judged"
+        )
+        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio), shift, ""
+    moved, why_moved = bound
+    # Like the state shift, the neighbour bound is a bias, not a random error: the slowdown must clear
+    # the tolerance with the interval and all the neighbour could explain taken off (the larger of the
+    # two biases: both see the same neighbour, the state probes through memory, calibration whole).
+    widened = max(moved, shift.slower)
+    if ratio * math.exp(-half_width - widened) <= 1 + policy.tolerance:
+        reason = (
+            f"time {_percent(ratio)}, but {shared}; {why_moved}, so a neighbour explains up to "
+            f"{math.expm1(widened) * 100:.0f}%: not judged"
+        )
+        detectable = detectable_slowdown(half_width + widened, policy.tolerance)
+        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, detectable=detectable), shift, ""
+    return None, replace(shift, slower=widened), f"; {shared}, but {why_moved}: this is beyond it"
+
+
 def judge_time(current: Observation, baseline: Observation, policy: VerdictPolicy) -> Verdict:
     """Compare the time of one measurement with its baseline (rules 2-3 of the module docstring)."""
     now, then = current.normalized, baseline.normalized
@@ -440,7 +459,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
                 normalized=normalized,
             )
         shift = state_shift(current.state, baseline.run_states, policy.state_noise_floor)
-    ratio, half_width = _ratio_interval(now, then, runs, policy)
+    ratio, half_width = _ratio_interval(now, then, runs, policy, baseline.pooled_spread if runs else None)
     limit = policy.state_shift_limit if policy.state_shift_limit is not None else math.log1p(policy.tolerance)
     beyond_state = ""
     if ratio > 1 + policy.tolerance and shift.slower > limit:
@@ -455,15 +474,13 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
             "this is beyond it"
         )
     shared = host_shared(current.state, baseline.run_states, policy.foreign_cpu_margin) if normalized else ""
+    beyond_neighbour = ""
     if ratio > 1 + policy.tolerance and shared:
-        return Verdict(
-            Outcome.NOISY,
-            "time",
-            f"time {_percent(ratio)}, but {shared}: a neighbour starves worker processes and shares caches "
-            "and memory beyond what any probe shows; not judged",
-            ratio=ratio,
-            normalized=normalized,
+        abstained, shift, beyond_neighbour = _beside_neighbour(
+            current.state, baseline.calibration, runs or (median(then),), (ratio, half_width), shift, shared, policy
         )
+        if abstained is not None:
+            return replace(abstained, normalized=normalized)
     # A shift is a bound on a bias, not a random error: it widens its own side of the interval linearly.
     low, high = ratio * math.exp(-half_width - shift.slower), ratio * math.exp(half_width + shift.faster)
     detectable = detectable_slowdown(half_width + shift.slower, policy.tolerance)
@@ -475,7 +492,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     if ratio > 1 + policy.tolerance and low > 1:
         outcome, text = (
             Outcome.REGRESSED,
-            f"{band}, beyond the {policy.tolerance:.0%} tolerance{unsteady}{beyond_state}",
+            f"{band}, beyond the {policy.tolerance:.0%} tolerance{unsteady}{beyond_state}{beyond_neighbour}",
         )
     elif ratio < 1 / (1 + policy.tolerance) and high < 1:
         outcome, text = Outcome.IMPROVED, f"{band}: faster than the baseline; refresh it with --accel-update"

@@ -68,7 +68,8 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
         if record.verdict is not None:
             outcome = record.verdict.outcome.value
             counts[outcome] = counts.get(outcome, 0) + 1
-    lines = [
+    lines = _abstention_lines(counts, updating)
+    lines += [
         f"accel: {count} {outcome}" + (f": {_HINTS[outcome].format(where=where)}" if outcome in _HINTS else "")
         for outcome, count in sorted(counts.items())
     ]
@@ -76,6 +77,18 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
     if updating and lines:
         lines.append("accel: --accel-update: verdicts are reported, not enforced, and the baselines rewritten")
     return lines
+
+
+def _abstention_lines(counts: dict[str, int], updating: bool) -> list[str]:
+    """The summary's first line when figures could not be judged: an abstention is not a pass."""
+    noisy, total = counts.get("noisy", 0), sum(counts.values())
+    if not noisy or updating:
+        return []
+    judged = total - noisy - counts.get("new", 0)
+    return [
+        f"accel: NOT JUDGED: {noisy} of {total} figures (noisy): a slowdown there would have passed unseen; "
+        f"{judged} judged. Each reason says why; --accel-strict fails them"
+    ]
 
 
 # The slowdown the summary counts verdicts against: what a kernel developer wants to see.

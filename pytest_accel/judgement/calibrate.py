@@ -1,0 +1,136 @@
+"""Calibration beside the standard neighbour: how far another perf job moves each test.
+
+A host shared with another job (a build, a second test run) slows a workload by more than any
+state probe shows: threads wait for a core, caches and memory bandwidth are shared. How much
+depends on the workload (a DataLoader with worker processes doubles, a cache-resident kernel
+moves a few percent), so it is measured per test: ``--accel-calibrate`` runs the selected perf
+tests beside *the standard neighbour*, a second copy of the same tests in a child ``pytest``,
+restarted whenever it ends. Each test's figure there, over its quiet recordings' median, is stored
+with its baseline entry (``BaselineEntry.calibration``); the verdict then judges a slowdown on a
+shared host only beyond that bound (``verdict.neighbour_bound``), instead of abstaining on all.
+
+The neighbour is another perf job on purpose, not a busy loop: a spinning thread takes a core and
+little else, while the suite's own kernels compete for what real neighbours do (threads, caches,
+memory bandwidth, allocation, worker processes).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import final
+
+from pytest_accel.core.measurement import Measurement, display_name
+from pytest_accel.judgement.baselines import BaselineEntry, calibrated
+from pytest_accel.judgement.confirm import FRESH_PROCESS_ENV, ChildSettings
+
+__all__ = ["StandardNeighbour", "calibrate_entries"]
+
+# How often the watcher checks that the neighbour still runs (and restarts it when it has ended).
+_POLL_SECONDS = 0.5
+# A neighbour gets this long to end after SIGTERM before it is killed.
+_STOP_GRACE_SECONDS = 10.0
+
+
+@final
+class StandardNeighbour:
+    """This run's perf tests, run again and again by a child pytest beside it, writing nothing of ours.
+
+    Started before the first measurement and stopped at the end of the run. Each child runs in its
+    own process group, so stopping it ends its DataLoader workers too; it is a confirmation-like
+    child (``FRESH_PROCESS_ENV``), so it never spawns children of its own, and it records into a
+    scratch baseline folder that is removed with it.
+    """
+
+    def __init__(self, tests: Sequence[str], rootdir: Path, settings: ChildSettings) -> None:
+        self._tests = list(tests)
+        self._rootdir = rootdir
+        self._settings = settings
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stopping = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self.starts = 0  # how many children were started (the suite's own length decides)
+
+    def command(self, scratch: Path) -> list[str]:
+        """The neighbour's command line: the same tests, device and settings, scratch baselines."""
+        settings = replace(self._settings, baselines=scratch)
+        return [
+            sys.executable, "-m", "pytest", *self._tests, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+            *settings.arguments(),
+        ]  # fmt: skip
+
+    def start(self) -> None:
+        """Start the neighbour and the watcher that restarts it whenever it ends."""
+        self._scratch = tempfile.TemporaryDirectory(prefix="pytest-accel-neighbour-")
+        self._spawn()
+        self._watcher = threading.Thread(target=self._watch, name="accel-neighbour", daemon=True)
+        self._watcher.start()
+
+    def _spawn(self) -> None:
+        assert self._scratch is not None
+        self._process = subprocess.Popen(
+            self.command(Path(self._scratch.name)),
+            cwd=self._rootdir,
+            env={**os.environ, FRESH_PROCESS_ENV: "1"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.starts += 1
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(_POLL_SECONDS):
+            if self._process is not None and self._process.poll() is not None:
+                self._spawn()
+
+    def stop(self) -> None:
+        """End the neighbour (its whole process group) and wait for it; remove its scratch folder."""
+        self._stopping.set()
+        if self._watcher is not None:
+            self._watcher.join()
+        process = self._process
+        if process is not None and process.poll() is None:
+            for sent in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(process.pid, sent)
+                except ProcessLookupError:
+                    break
+                try:
+                    process.wait(_STOP_GRACE_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+
+
+def calibrate_entries(
+    measured: Iterable[Measurement], tests: Iterable[str], previous: Mapping[tuple[str, str], BaselineEntry],
+    margin: float,
+) -> tuple[list[BaselineEntry], list[str]]:  # fmt: skip
+    """The baseline entries with this calibration run added, and a line for each measurement that was not
+    added (no baseline to calibrate, or why ``calibrated`` refused it)."""
+    entries: list[BaselineEntry] = []
+    skipped: list[str] = []
+    for test, measurement in zip(tests, measured, strict=True):
+        earlier = previous.get((test, measurement.name))
+        shown = display_name(test, measurement.name)
+        if earlier is None:
+            skipped.append(f"{shown}: no baseline to calibrate: record it first (--accel-update)")
+            continue
+        result = calibrated(earlier, measurement, margin)
+        if isinstance(result, str):
+            skipped.append(f"{shown}: {result}")
+        else:
+            entries.append(result)
+    return entries, skipped

@@ -1,0 +1,119 @@
+"""What the machine's state and a neighbour could explain: the shifts a verdict must not call regressions.
+
+Pure logic, no torch, no pytest. Three sources, each bounded rather than vetoing:
+
+- ``state_shift``: the state probes (a large copy, a random gather, fresh pages) now, relative to
+  the reference kernel, against the range the baseline's recordings saw;
+- ``host_shared``: other processes' share of the host's CPU now against the recordings';
+- ``neighbour_bound``: how far the standard neighbour moved this test in its calibration runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import final
+
+from pytest_accel.core.measurement import FOREIGN_CPU
+from pytest_accel.core.stats import median
+
+__all__ = ["CALIBRATED", "StateShift", "host_shared", "neighbour_bound", "state_shift"]
+
+
+def host_shared(now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], margin: float) -> str:
+    """Why the host was shared beyond what the recordings saw ("" when it was not, or nothing is known)."""
+    seen = [s[FOREIGN_CPU] for s in recorded if FOREIGN_CPU in s]
+    share = now.get(FOREIGN_CPU)
+    if share is None or not seen or share <= max(seen) + margin:
+        return ""
+    return (
+        f"other processes used {share:.0%} of the host's CPU time during this measurement (its baseline's "
+        f"recordings: at most {max(seen):.0%})"
+    )
+
+
+# The key of a calibration run's compared figure (its other key is FOREIGN_CPU).
+CALIBRATED = "median"
+
+
+def neighbour_bound(
+    now: Mapping[str, float], calibration: Sequence[Mapping[str, float]], runs: Sequence[float], margin: float
+) -> tuple[float, str] | None:
+    """How much slower (log) a neighbour made this test in its calibration runs, and a clause that says so.
+
+    Each calibration run (``--accel-calibrate``) measured the test beside the standard neighbour;
+    its compared figure over the quiet recordings' median (``runs``) is how far that neighbour moved
+    this test. The bound is the largest of those moves (none: 0), and it covers a neighbour up to
+    the busiest calibration run's share of the host's CPU plus ``margin``. None when no calibration
+    run covers a neighbour as busy as now's: the neighbour's effect on this test is unknown.
+    """
+    share = now.get(FOREIGN_CPU)
+    seen = [c for c in calibration if FOREIGN_CPU in c and CALIBRATED in c]
+    if share is None or not seen or share > max(c[FOREIGN_CPU] for c in seen) + margin:
+        return None
+    centre = median(runs)
+    moved = max(0.0, *(math.log(c[CALIBRATED] / centre) for c in seen))
+    busiest = max(c[FOREIGN_CPU] for c in seen)
+    return moved, (
+        f"beside the standard neighbour (its calibration, {len(seen)} run(s), other processes at up to "
+        f"{busiest:.0%} of the host) this test was at most {math.expm1(moved) * 100:.0f}% slower"
+    )
+
+
+# What each state probe's time says, for reasons (see engine/machine.py's state_probes).
+_STATE_NAMES = {
+    "memory": "a large memory copy",
+    "latency": "a random gather",
+    "fresh": "touching freshly mapped memory (page faults)",
+    "compute": "the reference kernel",
+}
+
+
+@final
+@dataclass(frozen=True)
+class StateShift:
+    """How far the machine's state lies outside what a baseline's recordings saw, in each direction.
+
+    ``slower``: the largest excess (log ratio) of a probe that now takes relatively longer, so a
+    workload bound by what it measures could look slower without any change of code; ``faster``:
+    the same the other way. Zero when nothing moved beyond the recorded range and the noise floor.
+    """
+
+    slower: float = 0.0
+    faster: float = 0.0
+    why_slower: str = ""
+    why_faster: str = ""
+
+
+def state_shift(
+    now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], noise_floor: float = 0.10
+) -> StateShift:
+    """Compare this run's state probes with the recordings' (see ``StateShift``).
+
+    For each probe beside ``compute``: its time relative to the reference kernel's, now, against
+    the same relative time in each recording (centred on their median). Only the excess beyond the
+    recorded range, widened by ``noise_floor`` (the probes' own run-to-run noise), counts: the
+    recordings' spread is already in the between-run error. Nothing to compare (no states on one
+    side) is no shift.
+    """
+    if "compute" not in now:
+        return StateShift()
+    slower, faster, why_slower, why_faster = 0.0, 0.0, "", ""
+    for name, seconds in sorted(now.items()):
+        pairs = [(s[name], s["compute"]) for s in recorded if name in s and "compute" in s]
+        if name in ("compute", FOREIGN_CPU) or not pairs or seconds <= 0 or min(p for p, _ in pairs) <= 0:
+            continue
+        history = [math.log(p / c) for p, c in pairs]
+        centre = median(history)
+        relative = math.log(seconds / now["compute"]) - centre
+        low, high = min(history) - centre, max(history) - centre
+        why = (
+            f"{_STATE_NAMES.get(name, name)} took {math.exp(relative):.2f}x as long, relative to the reference "
+            f"kernel, as in the baseline's recordings (they spanned {math.exp(low):.2f}-{math.exp(high):.2f}x)"
+        )
+        if relative - high - noise_floor > slower:
+            slower, why_slower = relative - high - noise_floor, why
+        if low - noise_floor - relative > faster:
+            faster, why_faster = low - noise_floor - relative, why
+    return StateShift(slower, faster, why_slower, why_faster)
