@@ -141,6 +141,9 @@ def main() -> None:
         "ones (a host whose cache sizes differ from the recordings' sees every figure as new)",
     )
     parser.add_argument("--baselines", type=Path, default=None, help="judge against (and --record into) this folder")
+    parser.add_argument(
+        "--calibrate", type=int, default=0, help="after recording, this many --accel-calibrate runs (the README's step)"
+    )
     options = parser.parse_args()
     if options.summarize:
         print("\n".join(summarize(json.loads(options.out.read_text()))))
@@ -151,11 +154,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         chosen: tuple[str, ...] = ()
-        if options.record or options.baselines:
+        if options.record or options.baselines or options.calibrate:
             chosen = ("--accel-baselines", str(options.baselines or folder / "baselines"))
             for record in range(options.record):
                 seconds, code = suite(folder / f"record-{record}.json", *chosen, "--accel-update")
                 print(f"record {record + 1}: {seconds:.0f} s, exit {code}", flush=True)
+            for calibration in range(options.calibrate):
+                seconds, code = suite(folder / f"calibrate-{calibration}.json", *chosen, "--accel-calibrate")
+                print(f"calibrate {calibration + 1}: {seconds:.0f} s, exit {code}", flush=True)
         scenarios = [
             ("unchanged, quiet", options.quiet, False, False),
             ("planted +25% attention, quiet", options.planted_quiet, False, True),

@@ -208,9 +208,9 @@ def test_calibration_runs_the_neighbour_and_stores_how_far_it_moved_the_test(
     perf_pytester.makepyfile(test_k=KERNEL)
     for _ in range(2):
         perf_pytester.runpytest(*OPTIONS, "--accel-update").assert_outcomes(passed=1)
-    # Margin 0: any CPU the neighbour used beyond the quiet recordings' calibrates (its import of torch
+    # A margin of 0.1%: any CPU the neighbour used beyond the quiet recordings' calibrates (its import of torch
     # alone keeps a core busy for a second); what a neighbour does to the figure is not checked here.
-    result = perf_pytester.runpytest(*OPTIONS, "--accel-calibrate", "-o", "accel_foreign_cpu_margin=0")
+    result = perf_pytester.runpytest(*OPTIONS, "--accel-calibrate", "-o", "accel_foreign_cpu_margin=0.001")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*calibrating beside the standard neighbour*1 perf test*", "*calibrated 1 baseline*"])
     (path,) = (perf_pytester.path / "bl").glob("*/smoke.json")

@@ -16,12 +16,14 @@ memory bandwidth, allocation, worker processes).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -39,14 +41,40 @@ _POLL_SECONDS = 0.5
 _STOP_GRACE_SECONDS = 10.0
 
 
+# Starts the neighbour and exits at once, so the neighbour is not a child of the measuring process:
+# the host-share meter counts this process's children (its DataLoader workers) as its own.
+_LAUNCHER = (
+    "import subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[1:], start_new_session=True, stdin=subprocess.DEVNULL,"
+    " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "print(child.pid)"
+)
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie does not: an init that is slow to reap it must not hide its end)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
 @final
 class StandardNeighbour:
-    """This run's perf tests, run again and again by a child pytest beside it, writing nothing of ours.
+    """This run's perf tests, run again and again by another pytest beside it, writing nothing of ours.
 
-    Started before the first measurement and stopped at the end of the run. Each child runs in its
-    own process group, so stopping it ends its DataLoader workers too; it is a confirmation-like
-    child (``FRESH_PROCESS_ENV``), so it never spawns children of its own, and it records into a
-    scratch baseline folder that is removed with it.
+    Started before the first measurement and stopped at the end of the run. It is launched detached
+    (not a child of this process, which would count its CPU time as this job's own) in a process
+    group of its own, so stopping it ends its DataLoader workers too; it is a confirmation-like
+    process (``FRESH_PROCESS_ENV``), so it never spawns confirmations of its own, and it records
+    into a scratch baseline folder that is removed with it.
     """
 
     def __init__(self, tests: Sequence[str], rootdir: Path, settings: ChildSettings) -> None:
@@ -54,10 +82,10 @@ class StandardNeighbour:
         self._rootdir = rootdir
         self._settings = settings
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._pid: int | None = None
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
-        self.starts = 0  # how many children were started (the suite's own length decides)
+        self.starts = 0  # how many neighbours were started (the suite's own length decides)
 
     def command(self, scratch: Path) -> list[str]:
         """The neighbour's command line: the same tests, device and settings, scratch baselines."""
@@ -76,20 +104,21 @@ class StandardNeighbour:
 
     def _spawn(self) -> None:
         assert self._scratch is not None
-        self._process = subprocess.Popen(
-            self.command(Path(self._scratch.name)),
+        launched = subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, *self.command(Path(self._scratch.name))],
             cwd=self._rootdir,
             env={**os.environ, FRESH_PROCESS_ENV: "1"},
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
+            capture_output=True,
+            text=True,
+            check=True,
         )
+        self._pid = int(launched.stdout)
         self.starts += 1
 
     def _watch(self) -> None:
         while not self._stopping.wait(_POLL_SECONDS):
-            if self._process is not None and self._process.poll() is not None:
+            if self._pid is not None and not _alive(self._pid):
                 self._spawn()
 
     def stop(self) -> None:
@@ -97,18 +126,16 @@ class StandardNeighbour:
         self._stopping.set()
         if self._watcher is not None:
             self._watcher.join()
-        process = self._process
-        if process is not None and process.poll() is None:
+        pid = self._pid
+        if pid is not None:
             for sent in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(process.pid, sent)
-                except ProcessLookupError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, sent)
+                deadline = time.monotonic() + _STOP_GRACE_SECONDS
+                while _alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                if not _alive(pid):
                     break
-                try:
-                    process.wait(_STOP_GRACE_SECONDS)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None
