@@ -1,4 +1,4 @@
-"""One prepared accelerator check: does pytest-accel measure a real device right? (issue 16)
+"""One prepared accelerator check: does pytest-accel measure a real device right?
 
 On a CUDA machine, from the repository root (the wheels of ``benchmarks/device_wheels.txt`` in
 ``.whl/``; no network needed, the machine's torch untouched):
@@ -24,7 +24,7 @@ that fails or runs out of ``--budget-minutes`` is recorded as such and the other
 4. sensitivity: A/A runs and injected 2% and 5% slowdowns (every 50th / 20th call repeated) of
    two kernels, against a baseline of two recordings; false alarms and catches;
 5. operators: SDPA recorded on the flash kernel, then run on math, must fail naming the flash
-   operator gone (issue 17's operator diff on the device's own profiler activity).
+   operator gone (the operator diff on the device's own profiler activity).
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ class Check:
         return {"pytest": ran, "kernels": rows}
 
     def operators(self) -> dict[str, Any]:
-        """Issue 17 on this device: SDPA recorded on flash, then run on math, must fail naming the operators."""
+        """The operator diff on this device: SDPA recorded on flash, then run on math, must fail naming the operators."""
         command = [
             *_pytest_command(self.device), "test_check.py", "-k", "test_attention_backend",
             "--accel-baselines", str(self.scratch / "operator-baselines"),

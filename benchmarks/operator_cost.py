@@ -1,4 +1,4 @@
-"""What operator tables cost (issue 17): seconds per test at --accel-update, and whether a profile
+"""What operator tables cost: seconds per test at --accel-update, and whether a profile
 taken in a process moves the figures of the tests measured after it.
 
     python benchmarks/operator_cost.py --out docs/operator-cost.json [--reps 3]

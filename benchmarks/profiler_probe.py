@@ -1,4 +1,4 @@
-"""What torch.profiler reports for one device's operators (issue 17's device seam): attribute names, the
+"""What torch.profiler reports for one device's operators (the operator diff's device seam): attribute names, the
 device-time fields, and the cost of a profiled call, on an SDPA forward with two backends.
 
     python benchmarks/profiler_probe.py --device cuda

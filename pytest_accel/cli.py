@@ -239,11 +239,11 @@ def _parser() -> argparse.ArgumentParser:
     compare = commands.add_parser("compare", help="verdicts of B against A (exit 1 on a regression)")
     compare.add_argument("a", type=Path)
     compare.add_argument("b", type=Path)
-    compare.add_argument("--tolerance", type=float, default=0.05)
+    compare.add_argument("--tolerance", type=_tolerance, default=0.05)
     compare.set_defaults(run=cmd_compare)
     history = commands.add_parser("history", help="trends and change points over nightly result files")
     history.add_argument("folder", type=Path)
-    history.add_argument("--tolerance", type=float, default=0.05)
+    history.add_argument("--tolerance", type=_tolerance, default=0.05)
     history.add_argument("--html", type=Path)
     history.set_defaults(run=cmd_history)
     baselines = commands.add_parser("baselines", help="show the baseline store, or prune stale entries")
@@ -264,7 +264,7 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--base", metavar="REV", help="the reference build: a git revision, checked out in a worktree")
     ab.add_argument("--head", metavar="REV", help="the candidate: a git revision (default: the working tree as is)")
     ab.add_argument("--base-python", metavar="PATH", help="instead of --base: the same tree run by this interpreter")
-    ab.add_argument("--tolerance", type=float, default=0.05, help="changes smaller than this are unchanged (0.05)")
+    ab.add_argument("--tolerance", type=_tolerance, default=0.05, help="changes smaller than this are unchanged (0.05)")
     ab.add_argument("--alpha", type=float, default=0.05, help="error budget of the whole sitting (0.05)")
     ab.add_argument("--min-pairs", type=int, default=3, help="pairs before the first look (3)")
     ab.add_argument("--max-pairs", type=int, default=40, help="pairs at most (40)")
@@ -279,6 +279,17 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("pytest_args", nargs="*", help="after --: the pytest arguments, the same for both sides")
     ab.set_defaults(run=cmd_ab)
     return parser
+
+
+def _tolerance(text: str) -> float:
+    """An option's relative tolerance: a finite number >= 0 (argparse names the option and exits 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0 (0.05 is 5%)")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

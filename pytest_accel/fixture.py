@@ -7,6 +7,7 @@ and is tested without pytester (tests/test_fixture.py).
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import numbers
@@ -21,7 +22,7 @@ from typing import Any, final
 import pytest
 
 from pytest_accel.core.advice import AccelAdvice
-from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.measurement import UNPROBED, Measurement
 from pytest_accel.core.operators import absent_line, explain
 from pytest_accel.core.units import format_bytes, format_seconds
 from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
@@ -277,8 +278,8 @@ class Throughput:
         device = self._device
         failure: str | None = None
         if self._probes is None:
-            self._probes = state_probes(device)
-        compute, others = self._probes["compute"], {k: v for k, v in self._probes.items() if k != "compute"}
+            self._probes = self._make_probes()
+        compute, others = self._probes.get("compute"), {k: v for k, v in self._probes.items() if k != "compute"}
         try:
             result = measure(
                 fn,
@@ -311,7 +312,24 @@ class Throughput:
             failure = _oom_message(report, device.key())
         if failure is not None:  # failed outside the except blocks: no "during handling" chain
             pytest.fail(failure, pytrace=False)
+        if not self._probes:  # the probes could not be made: the verdict says so, noisy (verdict.UNPROBED)
+            result = replace(result, state={**result.state, UNPROBED: 1.0})
         return replace(result, name=name, extra=extra)
+
+    def _make_probes(self) -> dict[str, Callable[[], Any]]:
+        """The machine-state probes; none when their buffers cannot be had (the measurement is then unprobed).
+
+        A test that ran out of memory before may still hold its tensors through a traceback cycle:
+        collect it first, so the next test does not fail in the plugin's own allocation.
+        """
+        gc.collect()
+        try:
+            return state_probes(self._device)
+        except (MemoryError, RuntimeError) as error:
+            if self._device.out_of_memory(error) is None:
+                raise
+            self._device.empty_cache()
+            return {}
 
     def _peak_of_workload(self) -> int | None:
         """The device's peak, less the state probes' buffers where the counter includes them.

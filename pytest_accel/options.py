@@ -17,6 +17,7 @@ import pytest
 
 from pytest_accel.engine.devices import DEVICE_CHOICES
 from pytest_accel.engine.measure import MeasureConfig
+from pytest_accel.judgement.confirm import ChildSettings
 from pytest_accel.judgement.verdict import VerdictPolicy
 
 __all__ = [
@@ -42,6 +43,7 @@ OPERATOR_CHOICES = ("auto", "always", "off")
 _MARKER_MEASURE = ("measure_seconds", "warmup_max_seconds", "min_rounds", "round_seconds")
 _MARKER_POLICY = ("tolerance", "memory_tolerance")
 MARKER_SETTINGS = (*_MARKER_MEASURE, *_MARKER_POLICY)
+_MARKER_INTEGERS = ("min_rounds",)  # the others are numbers (seconds, fractions)
 
 
 def parse_positive_float(text: str) -> float:
@@ -192,6 +194,25 @@ class AccelOptions:
             trace_dir=option.accel_trace,
         )
 
+    def child_settings(self, device: str, cpu_threads: int | None, inherited: tuple[str, ...]) -> ChildSettings:
+        """These options as a child pytest gets them (a confirmation, the calibration's neighbour): the
+        resolved ``device`` kind, its CPU thread count, and the parent's options that decide what code runs."""
+        policy = self.policy
+        return ChildSettings(
+            device=device,
+            profile=self.profile,
+            baselines=self.baselines,
+            measure_seconds=self.measure_seconds,
+            warmup_max_seconds=self.warmup_max_seconds,
+            tolerance=policy.tolerance,
+            memory_tolerance=policy.memory_tolerance,
+            state_noise_floor=policy.state_noise_floor,
+            foreign_cpu_margin=policy.foreign_cpu_margin,
+            confirmations=self.confirmations,
+            cpu_threads=cpu_threads,
+            inherited=inherited,
+        )
+
     def measure_config(self, marker: dict[str, Any]) -> MeasureConfig:
         """Measurement settings for one test: these options, overridden by its perf marker's keywords.
 
@@ -202,6 +223,11 @@ class AccelOptions:
             raise ValueError(
                 f"unknown perf marker setting(s) {', '.join(sorted(unknown))}; known: {', '.join(MARKER_SETTINGS)}"
             )
+        for name, value in marker.items():
+            wanted = int if name in _MARKER_INTEGERS else (int, float)
+            if isinstance(value, bool) or not isinstance(value, wanted):
+                kind = "an integer" if wanted is int else "a number"
+                raise ValueError(f"bad perf marker setting: {name}={value!r}: expected {kind}")
         settings: dict[str, Any] = {
             "measure_seconds": self.measure_seconds,
             "warmup_max_seconds": self.warmup_max_seconds,

@@ -139,20 +139,9 @@ class AccelSession:
 
     def _child_settings(self) -> ChildSettings:
         """What a child pytest (a confirmation, the calibration's neighbour) needs to measure as this run does."""
-        options, device = self.options, self.device()
-        return ChildSettings(
-            device=device.kind,
-            profile=options.profile,
-            baselines=self.store.root,
-            measure_seconds=options.measure_seconds,
-            warmup_max_seconds=options.warmup_max_seconds,
-            tolerance=options.policy.tolerance,
-            memory_tolerance=options.policy.memory_tolerance,
-            state_noise_floor=options.policy.state_noise_floor,
-            foreign_cpu_margin=options.policy.foreign_cpu_margin,
-            confirmations=options.confirmations,
-            cpu_threads=getattr(device, "threads", None),
-            inherited=inherited_options(self.config.invocation_params.args, self.config.invocation_params.dir),
+        device, invocation = self.device(), self.config.invocation_params
+        return self.options.child_settings(
+            device.kind, getattr(device, "threads", None), inherited_options(invocation.args, invocation.dir)
         )
 
     def throughput(self, item: pytest.Item, benchmark: Any) -> Throughput:

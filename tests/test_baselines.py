@@ -33,7 +33,7 @@ def entry(test: str = TEST, metric: str = "throughput", samples: tuple[float, ..
         unit="samples",
         items_per_call=2.0,
         samples=samples,
-        probe_samples=(0.00171, 0.0017),
+        probe_samples=(0.0017,) * len(samples),  # one per round
         peak_memory_bytes=12345678,
         provenance={"torch": "2.13.0+cpu", "commit": "abc123", "cpu_threads": "1"},
     )
@@ -127,18 +127,21 @@ node_ids = st.builds(
     st.text(max_size=12),
 )
 seconds = st.floats(min_value=1e-300, max_value=1e300)  # finite and positive; the overflow edge has its own test
-baseline_entries = st.builds(
-    BaselineEntry,
-    test=node_ids,
-    metric=st.sampled_from(["throughput", "latency", "décodage"]),
-    unit=st.text(min_size=1, max_size=8),
-    items_per_call=seconds,
-    samples=st.lists(seconds, min_size=1, max_size=6).map(tuple),
-    probe_samples=st.lists(seconds, max_size=6).map(tuple),
-    peak_memory_bytes=st.none() | st.integers(min_value=0, max_value=2**64),
-    tolerance=st.none() | st.floats(min_value=0.0, max_value=10.0),
-    memory_tolerance=st.none() | st.floats(min_value=0.0, max_value=10.0),
-    provenance=st.dictionaries(st.text(max_size=8), st.text(max_size=16), max_size=3),
+baseline_entries = st.lists(seconds, min_size=1, max_size=6).flatmap(
+    lambda samples: st.builds(
+        BaselineEntry,
+        test=node_ids,
+        metric=st.sampled_from(["throughput", "latency", "décodage"]),
+        unit=st.text(min_size=1, max_size=8),
+        items_per_call=seconds,
+        samples=st.just(tuple(samples)),
+        # none, or one per round: a baseline with another count is refused
+        probe_samples=st.just(()) | st.lists(seconds, min_size=len(samples), max_size=len(samples)).map(tuple),
+        peak_memory_bytes=st.none() | st.integers(min_value=0, max_value=2**64),
+        tolerance=st.none() | st.floats(min_value=0.0, max_value=10.0),
+        memory_tolerance=st.none() | st.floats(min_value=0.0, max_value=10.0),
+        provenance=st.dictionaries(st.text(max_size=8), st.text(max_size=16), max_size=3),
+    )
 )
 
 
@@ -229,7 +232,7 @@ def test_files_lists_baselines_only(store: BaselineStore) -> None:
 
 
 def test_a_writer_killed_mid_write_leaves_no_temporary_file_for_long(store: BaselineStore) -> None:
-    """Issue 15: a kill during a write left ``.smoke.json.*.tmp`` files no later run removed."""
+    """A kill during a write left ``.smoke.json.*.tmp`` files no later run removed."""
     path = store.update(DEVICE, PROFILE, 1, [entry()])
     stale = path.parent / f".{path.name}.k1ll3d.tmp"
     stale.write_bytes(b"{" * 1000)

@@ -243,7 +243,6 @@ def _result_file(tmp_path: Path) -> Path:
 def test_outputs_that_cannot_be_written_are_named_and_inputs_never_overwritten(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, target: str, message: str
 ) -> None:
-    """Issue 15, case 5."""
     path = _result_file(tmp_path)
     before = path.read_text()
     assert main(["report", str(path), option, str(tmp_path / target)]) == 2
@@ -258,7 +257,7 @@ def test_history_html_into_a_missing_folder_is_named(tmp_path: Path, capsys: pyt
 
 
 def test_baselines_show_names_bad_roots_and_bad_file_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 15, case 4: a root that is a file; file and folder names the store would not write."""
+    """A root that is a file; file and folder names the store would not write."""
     from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 
     (tmp_path / "afile").write_text("")

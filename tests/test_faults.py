@@ -1,4 +1,4 @@
-"""Bad paths and failed writes (issue 15, cases 6-8): a named error, the table printed, nothing lost."""
+"""Bad paths and failed writes: a named error, the table printed, nothing lost."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_a_baseline_corrupted_during_the_run_is_not_overwritten(perf_pytester: p
 
 
 def test_benchmark_disable_writes_strict_json(perf_pytester: pytest.Pytester) -> None:
-    """Issue 15: bare NaN figures made --accel-json unreadable to strict JSON parsers."""
+    """Bare NaN figures made --accel-json unreadable to strict JSON parsers."""
     perf_pytester.makepyfile(test_small=TWO_TESTS)
     result = perf_pytester.runpytest("--device", "cpu", "--benchmark-disable", "--accel-json", "r.json", *FAST_OPTIONS)
     result.assert_outcomes(passed=2)

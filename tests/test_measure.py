@@ -185,7 +185,7 @@ def test_output_going_nan_during_timing_fails() -> None:
 
 
 def test_a_nan_on_one_warm_up_call_only_fails() -> None:
-    """Issue 15, case 10: every warm-up call's output is checked, not only the first and the last."""
+    """Every warm-up call's output is checked, not only the first and the last."""
     clock = FakeClock()
     calls = [0]
 

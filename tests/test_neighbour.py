@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import tempfile
 from pathlib import Path
 
@@ -219,3 +220,31 @@ def test_calibration_runs_the_neighbour_and_stores_how_far_it_moved_the_test(
     assert run[FOREIGN_CPU] > 0 and run[CALIBRATED] > 0
     assert len(entry["run_medians"]) == 2  # the quiet recordings are untouched
     assert not list(Path(tempfile.gettempdir()).glob("pytest-accel-neighbour-*"))  # the neighbour is gone
+
+
+def test_an_undecided_suspect_is_measured_again_and_judged_on_its_pooled_rounds() -> None:
+    """A +10% figure from 6 rounds spread +-20% cannot be called; with the rounds of another measurement it can."""
+    from pytest_accel.judgement.gate import EXTEND_MEASUREMENTS, run_gate
+
+    def measured(seed: int) -> Measurement:  # independent rounds, as a real re-measurement's are
+        spread = random.Random(seed)
+        seconds = tuple(0.011 * (1 + spread.uniform(-0.2, 0.2)) for _ in range(6))
+        return Measurement("calls", 1.0, seconds, probe_samples=(1e-3,) * 6, state={**QUIET})
+
+    seeds = iter(range(1, 100))
+    taken: list[Measurement] = []
+
+    def again() -> Measurement:
+        taken.append(measured(next(seeds)))
+        return taken[-1]
+
+    steady = entry(samples=(0.01,) * 12, probe_samples=(1e-3,) * 12)
+    alone = run_gate(measured(0), steady, POLICY, {}, again, confirmations=0)  # recording: nothing re-measured
+    assert alone.time.outcome is Outcome.UNCHANGED and alone.time.ratio is not None and alone.time.ratio > 1.05
+    assert not taken
+    judged = run_gate(measured(0), steady, POLICY, {}, again, confirmations=2)
+    assert judged.time.outcome is Outcome.REGRESSED, judged.time.reason
+    assert 1 < judged.group <= 1 + EXTEND_MEASUREMENTS
+    assert f"judged on the rounds of {judged.group} measurements pooled" in judged.time.reason
+    assert len(judged.measurements) == 2 * judged.group  # the group, then one confirming group of its size
+    assert len(judged.reported.samples) == 6 * judged.group  # the report shows every round it judged

@@ -1,4 +1,4 @@
-"""Operator tables and their diff (issue 17): the pure rules, the profiler seam, and end to end."""
+"""Operator tables and their diff: the pure rules, the profiler seam, and end to end."""
 
 from __future__ import annotations
 

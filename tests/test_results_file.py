@@ -1,4 +1,4 @@
-"""The ``--accel-json`` reader: as strict as the baseline store, never a traceback (issue 15, cases 2-3)."""
+"""The ``--accel-json`` reader: as strict as the baseline store, never a traceback."""
 
 from __future__ import annotations
 

@@ -106,7 +106,7 @@ def test_a_killed_rank_ends_the_job_and_leaves_no_worker(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_a_rank_hung_in_a_later_test_ends_the_job_non_zero_naming_it(tmp_path: Path) -> None:
-    """Issue 15, case 12: rank 0 waits accel_rank_timeout_seconds (20 s here) at the end, then fails the job."""
+    """Rank 0 waits accel_rank_timeout_seconds (20 s here) at the end, then fails the job."""
     started = time.monotonic()
     ran = torchrun(tmp_path, HUNG, timeout=300)
     assert ran.returncode != 0, ran.stdout[-2000:]

@@ -13,6 +13,7 @@ from pytest_accel.core.stats import median, relative_spread
 __all__ = [
     "DEFAULT_METRIC",
     "FOREIGN_CPU",
+    "UNPROBED",
     "Measurement",
     "compared_samples",
     "display_name",
@@ -24,6 +25,9 @@ DEFAULT_METRIC = "throughput"  # the metric name of a test that takes one measur
 # The entry of ``Measurement.state`` that is not a probe's time: the share of the host's CPU time other
 # processes used during the measurement (engine/machine.py's HostShare; judged in judgement/verdict.py).
 FOREIGN_CPU = "foreign_cpu"
+# An entry of ``Measurement.state`` set (to 1) when the state probes could not run (their buffers could not
+# be allocated, say after a test that ran out of memory): nothing is known of the machine's state.
+UNPROBED = "unprobed"
 
 
 def display_name(test: str, metric: str) -> str:

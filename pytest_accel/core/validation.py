@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from typing import Any
 
 __all__ = [
     "SAMPLES_PROBLEM",
@@ -157,6 +158,22 @@ def check_plain_json(value: object, path: str) -> None:
             pending.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict; a key given twice is refused (json.loads would keep the last)."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
 def decode_json(raw: bytes, where: str) -> object:
     """The JSON value in a file's bytes, or ``Invalid`` saying where it broke (``where``: the file)."""
     try:
@@ -166,7 +183,10 @@ def decode_json(raw: bytes, where: str) -> object:
     if not text.strip():
         raise Invalid(where, "the file is empty (expected a JSON object)")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+    except _DuplicateKey as duplicate:
+        problem = f"the key {duplicate.key!r} appears twice in one object (a hand edit? which one is meant?)"
+        raise Invalid(where, problem) from None
     except json.JSONDecodeError as error:
         raise Invalid(where, f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
     except (ValueError, RecursionError) as error:  # an int too long to convert; nesting too deep

@@ -66,7 +66,7 @@ def reference_kernel(device: Device) -> Callable[[], object]:
 # large temporaries pays this every call (torch's math SDPA at the SD3 256 px smoke shape: about
 # 17,000 faults, most of its time); what a fault costs moves with the hypervisor and the host's
 # other tenants, by 30% between processes on a quiet 2-core VM, and the copy and the gather do not
-# see it (docs/sensitivity.md, "Session 6").
+# see it (docs/sensitivity.md).
 # Accelerators' caching allocators keep workloads from mapping memory per call: no such probe there.
 _FRESH_BYTES = 4 * 2**20
 _STATE_COPY_BYTES = {"cpu": 32 * 2**20, "accelerator": 128 * 2**20}
@@ -195,7 +195,7 @@ class HostShare:
 @final
 @dataclass(frozen=True)
 class MeasuredPeak:
-    """What this device reached in a short matmul and a short copy, in this session."""
+    """What this device reached in a short matmul and a short copy, in this run."""
 
     tflops: float  # dense matmul in the device's compute dtype (fp32 on the CPU, bf16 elsewhere)
     bytes_per_second: float  # a device-to-device copy: read + write bytes over time

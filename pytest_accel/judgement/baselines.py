@@ -44,6 +44,8 @@ from pytest_accel.judgement.state import CALIBRATED
 
 __all__ = [
     "COMPARABLE_PROVENANCE",
+    "IDENTITY_PROVENANCE",
+    "MAJOR_VERSION_PROVENANCE",
     "MAX_RUN_HISTORY",
     "SCHEMA_VERSION",
     "BaselineEntry",
@@ -73,6 +75,12 @@ _WORLD_SIZE_SUFFIX = re.compile(r"-w\d+\Z")
 # Provenance fields that change what a figure means: a baseline that differs in one is not compared.
 # Beyond the thread count, a CPU's stepping, caches and vector ISA (a key names family and model).
 COMPARABLE_PROVENANCE = ("cpu_threads", "cpu_stepping", "cache_l2", "cache_l3", "vector_isa")
+# The hardware a figure came from: the device's name (a CPU's vendor and model name, a GPU's, a Gaudi
+# generation) and a CPU's family and model number. Like the fields above, they must be equal; a field
+# that one side records and the other does not makes the figure "new", never compared.
+IDENTITY_PROVENANCE = ("device_model", "cpu_family", "cpu_model_number")
+# Compared by major version only: a driver's minor release does not change what a figure means.
+MAJOR_VERSION_PROVENANCE = ("cuda_driver",)
 # Recorded runs kept per baseline entry: enough for a stable spread, few enough that a baseline
 # follows slow, accepted drift (each --accel-update drops the oldest).
 MAX_RUN_HISTORY = 10
@@ -166,6 +174,9 @@ class BaselineEntry:
                 "memory_tolerance": _tolerance(self.memory_tolerance, "memory_tolerance"),
                 "provenance": _provenance(self.provenance, "provenance"),
             }
+            probes, rounds = len(self.probe_samples), len(self.samples)
+            if probes and probes != rounds:
+                raise _Invalid("probe_samples", f"{probes} probe samples for {rounds} samples (one per round)")
         except _Invalid as invalid:
             raise ValueError(f"invalid BaselineEntry {invalid}") from None
         for name, value in normalized.items():  # lists to tuples, ints to floats, a private provenance copy
@@ -188,9 +199,19 @@ class BaselineEntry:
                 f"the baseline measured {self.items_per_call:g} {self.unit} per call, this run "
                 f"{measurement.items_per_call:g} {measurement.unit}: the workload changed"
             )
-        for key in COMPARABLE_PROVENANCE:
+        for key in (*IDENTITY_PROVENANCE, *COMPARABLE_PROVENANCE, *MAJOR_VERSION_PROVENANCE):
             then, now = self.provenance.get(key), provenance.get(key)
-            if then is not None and now is not None and then != now:
+            if then is None and now is None:
+                continue
+            if then is None or now is None:
+                return (
+                    f"the baseline does not say its {key} (this run: {now}): record it again"
+                    if then is None
+                    else f"this run does not know its {key} (the baseline's: {then})"
+                )
+            if key in MAJOR_VERSION_PROVENANCE:
+                then, now = then.split(".")[0], now.split(".")[0]
+            if then != now:
                 return f"the baseline was taken with {key}={then}, this run has {key}={now}"
         return None
 
@@ -226,6 +247,11 @@ class BaselineEntry:
             for key in _REQUIRED_ENTRY_KEYS:
                 if key not in data:
                     raise _Invalid(base, f"missing {key!r}")
+            rounds = len(_samples(data["samples"], f"{base}['samples']", allow_empty=False))
+            probes = len(_samples(data.get("probe_samples", []), f"{base}['probe_samples']", allow_empty=True))
+            if probes and probes != rounds:
+                problem = f"{probes} probe samples for {rounds} samples (one per round)"
+                raise _Invalid(f"{base}['probe_samples']", problem)
             return cls(
                 test=test,
                 metric=metric,

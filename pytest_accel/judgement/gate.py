@@ -90,7 +90,7 @@ class GateResult:
         return pooled(self.measurements[-self.group :] if regressed else self.measurements[: self.group])
 
 
-def _observation(source: Measurement | BaselineEntry, pooled: tuple[float, float] | None = None) -> Observation:
+def _observation(source: Measurement | BaselineEntry, spread: tuple[float, float] | None = None) -> Observation:
     if isinstance(source, BaselineEntry):
         return Observation(
             source.samples,
@@ -100,7 +100,7 @@ def _observation(source: Measurement | BaselineEntry, pooled: tuple[float, float
             {},
             source.run_states,
             source.calibration,
-            pooled,
+            spread,
         )
     return Observation(source.samples, source.probe_samples, source.peak_memory_bytes, (), source.state)
 
@@ -179,10 +179,12 @@ def run_gate(
 
     taken = [measurement]
     first = judge(taken)
-    while _undecided_suspect(first, policy.tolerance) and len(taken) <= EXTEND_MEASUREMENTS:
+    while confirmations and _undecided_suspect(first, policy.tolerance) and len(taken) <= EXTEND_MEASUREMENTS:
         taken.append(remeasure())
         first = judge(taken)
     group = len(taken)
+    if group > 1:
+        first = replace(first, reason=f"{first.reason}; judged on the rounds of {group} measurements pooled")
     again: list[Verdict] = []
     # A suspected regression is re-measured up to ``confirmations`` times; a suspected improvement once
     # (a false one asks the user to refresh the baseline from a biased run, which then cries wolf).

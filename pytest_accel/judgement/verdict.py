@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, final
 
-from pytest_accel.core.measurement import compared_samples, probe_normalized
+from pytest_accel.core.measurement import UNPROBED, compared_samples, probe_normalized
 from pytest_accel.core.stats import (
     mann_whitney_p,
     median,
@@ -442,6 +442,13 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
         now, then = tuple(current.samples), tuple(baseline.samples)
     if not now or not then:
         return Verdict(Outcome.NEW, "time", "no samples to compare")
+    if current.state.get(UNPROBED):
+        return Verdict(
+            Outcome.NOISY,
+            "time",
+            "the machine's state probes could not run (their buffers could not be allocated: out of memory?), so "
+            "nothing is known of the machine's state: not judged",
+        )
     # Recorded run medians are normalised exactly when the baseline has probe samples.
     runs = baseline.run_medians if normalized == bool(baseline.probe_samples) else ()
     too_unsteady, unsteady = _unsteady(now, then, runs, policy, normalized)

@@ -153,7 +153,12 @@ def load_results(path: Path) -> ResultFile:
     except Invalid as invalid:
         raise ResultsError(f"{path}: {invalid}") from None
     for index, entry in enumerate(results):
-        key, measurement, verdict = _entry(path, text, index, entry)
+        try:
+            key, measurement, verdict = _entry(entry)
+        except Invalid as invalid:
+            test = entry.get("test") if isinstance(entry, dict) else None
+            named = f" ({test})" if isinstance(test, str) and test and encodable(test) else ""
+            raise ResultsError(f"{path}{_line_of(text, results, index)}: results[{index}]{named}: {invalid}") from None
         if key in measurements:
             raise ResultsError(f"{path}: results[{index}]: {display_name(*key)} appears twice")
         measurements[key] = measurement
@@ -178,12 +183,18 @@ def _strings(value: object, where: str) -> dict[str, str]:
     return dict(value)
 
 
-def _line_of(text: str, index: int, test: object) -> str:
-    """The line where the index-th entry's test id is written, when it can be found."""
+def _line_of(text: str, results: list[Any], index: int) -> str:
+    """The ", line N" where the index-th entry's test id is written, when it can be found; "" otherwise.
+
+    Called only for an entry in error (it scans the file): the same id written by earlier entries is
+    skipped, so each entry finds its own line.
+    """
+    test = results[index].get("test") if isinstance(results[index], dict) else None
     if not isinstance(test, str):
         return ""
+    earlier = sum(1 for entry in results[:index] if isinstance(entry, dict) and entry.get("test") == test)
     needle, start = f'"test": {json.dumps(test)}', -1
-    for _ in range(index + 1):  # entries with the same id each have their own line
+    for _ in range(earlier + 1):
         start = text.find(needle, start + 1)
         if start < 0:
             return ""
@@ -248,24 +259,17 @@ def _measurement(entry: dict[str, Any]) -> Measurement:
     )
 
 
-def _entry(
-    path: Path, text: str, index: int, entry: object
-) -> tuple[tuple[str, str], Measurement, VerdictRecord | None]:
-    test = entry.get("test") if isinstance(entry, dict) else None
-    where = f"{path}{_line_of(text, index, test)}: results[{index}]"
+def _entry(entry: object) -> tuple[tuple[str, str], Measurement, VerdictRecord | None]:
+    """One entry, checked; ``Invalid`` names the key (load_results adds the file, line, index and test)."""
     if not isinstance(entry, dict):
-        raise ResultsError(f"{where}: expected an object with a string 'test', got {show(entry)}")
-    try:
-        test_id = text_of(test, "'test'")
-        where += f" ({test_id})"
-        if not isinstance(entry.get("outcome", ""), str):
-            raise Invalid("'outcome'", f"expected a string, got {show(entry['outcome'])}")
-        measurement = _measurement(entry)
-    except Invalid as invalid:
-        raise ResultsError(f"{where}: {invalid}") from None
+        raise Invalid("entry", f"expected an object with a string 'test', got {show(entry)}")
+    test_id = text_of(entry.get("test"), "'test'")
+    if not isinstance(entry.get("outcome", ""), str):
+        raise Invalid("'outcome'", f"expected a string, got {show(entry['outcome'])}")
+    measurement = _measurement(entry)
     raw_verdict = entry.get("verdict")
     try:
         verdict = None if raw_verdict is None else VerdictRecord.from_dict(raw_verdict)
     except (ValueError, TypeError, KeyError) as error:
-        raise ResultsError(f"{where}: 'verdict': {error}") from None
+        raise Invalid("'verdict'", str(error)) from None
     return (test_id, measurement.name), measurement, verdict

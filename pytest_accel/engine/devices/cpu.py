@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -215,9 +216,14 @@ class CpuDevice:
         """The CPU allocator returns memory on free; nothing to do."""
 
     def out_of_memory(self, error: BaseException) -> OutOfMemoryReport | None:
-        """A host ``MemoryError`` is the CPU's out-of-memory."""
-        if isinstance(error, MemoryError):
-            return OutOfMemoryReport(None, _read_status_bytes("VmHWM"), _total_memory_bytes())
+        """A host ``MemoryError``, or torch's CPU allocator failing ("DefaultCPUAllocator: can't allocate
+        memory: you tried to allocate 33554432 bytes", a RuntimeError), is the CPU's out-of-memory."""
+        message = str(error)
+        if isinstance(error, MemoryError) or (isinstance(error, RuntimeError) and _CPU_ALLOCATOR_FAILED in message):
+            requested = re.search(r"allocate (\d+) bytes", message)
+            return OutOfMemoryReport(
+                int(requested.group(1)) if requested else None, _read_status_bytes("VmHWM"), _total_memory_bytes()
+            )
         return None
 
     def profiler_activities(self) -> list[Any]:
@@ -225,6 +231,10 @@ class CpuDevice:
         from torch.profiler import ProfilerActivity
 
         return [ProfilerActivity.CPU]
+
+
+# What torch's CPU allocator says when the host refuses an allocation (c10/core/impl/alloc_cpu.cpp).
+_CPU_ALLOCATOR_FAILED = "can't allocate memory"
 
 
 def _total_memory_bytes() -> int | None:
