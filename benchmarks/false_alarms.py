@@ -124,6 +124,22 @@ def summarize(rows: list[dict[str, object]]) -> list[str]:
     return lines
 
 
+def per_run(rows: list[dict[str, object]], marker: str = "sdpa") -> list[str]:
+    """Per run of each planted scenario: the verdicts of the tests whose id holds ``marker`` (the planted
+    slowdown is in SDPA: those are the tests it must fail), with their ratios."""
+    lines = ["| scenario | run | caught (regressed) | noisy | unchanged | ratios |", "|---|---|---|---|---|---|"]
+    for scenario in dict.fromkeys(str(r["scenario"]) for r in rows if str(r["scenario"]).startswith("planted")):
+        for run in sorted({int(r["run"]) for r in rows if r["scenario"] == scenario}):  # type: ignore[call-overload]
+            chosen = [r for r in rows if r["scenario"] == scenario and r["run"] == run and marker in str(r["test"])]
+            count = {o: sum(r["outcome"] == o for r in chosen) for o in ("regressed", "noisy", "unchanged")}
+            ratios = ", ".join("-" if r["ratio"] is None else f"{float(r['ratio']):.2f}" for r in chosen)  # type: ignore[arg-type]
+            lines.append(
+                f"| {scenario} | {run + 1} | {count['regressed']} of {len(chosen)} | {count['noisy']} | "
+                f"{count['unchanged']} | {ratios} |"
+            )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quiet", type=int, default=5, help="unchanged runs on their own")
@@ -146,7 +162,8 @@ def main() -> None:
     )
     options = parser.parse_args()
     if options.summarize:
-        print("\n".join(summarize(json.loads(options.out.read_text()))))
+        rows = json.loads(options.out.read_text())
+        print("\n".join(summarize(rows) + ["", *per_run(rows)]))
         return
     if options.select:
         PATHS[:] = shlex.split(options.select)
@@ -185,7 +202,7 @@ def main() -> None:
                     neighbour.stop()
         finally:
             neighbour.stop()
-    print("\n".join(summarize(rows)))
+    print("\n".join(summarize(rows) + ["", *per_run(rows)]))
 
 
 if __name__ == "__main__":

@@ -52,7 +52,6 @@ from pytest_accel.core.stats import (
     quantile,
     ratio_confidence_interval,
     relative_spread,
-    t_quantile,
     z_score,
 )
 from pytest_accel.core.units import format_percent_change as _percent
@@ -101,8 +100,8 @@ class Observation:
     # Baseline only: the compared figure (as in run_medians) and the share of the host's CPU other
     # processes used, of each calibration run beside the standard neighbour (--accel-calibrate).
     calibration: Sequence[Mapping[str, float]] = ()
-    # Baseline only: the between-run SD of log run medians pooled over the baseline file's entries,
-    # with its degrees of freedom (pooled_run_spread); None when unknown.
+    # Baseline only: the typical between-run SD of log run medians over the baseline file's entries,
+    # and how many entries it comes from (pooled_run_spread); None when unknown.
     pooled_spread: tuple[float, float] | None = None
 
     @property
@@ -273,45 +272,31 @@ class VerdictRecord:
         )
 
 
-# Prior degrees of freedom given to the file's pooled between-run spread when it moderates an entry's
-# own (limma's moderated t, Smyth 2004): worth two entries' worth of three recordings. Three numbers
-# alone gave an SD small enough by chance that a quiet +10.9% read "regressed" (z = 1.96 on SD of 3).
-POOLED_PRIOR_DF = 4.0
-
-
 def pooled_run_spread(entries: Sequence[Sequence[float]]) -> tuple[float, float] | None:
-    """The SD of log run medians pooled over entries (each about its own mean), and its degrees of freedom.
+    """The typical between-run SD of a baseline file: the median over its entries (those with two or more
+    recordings) of each one's SD of log run medians, and how many entries it comes from.
 
-    None when no entry has two recordings. Pooled across a baseline file's entries: one host, one
-    schedule of recordings, so one estimate of how much a process's figure moves as a whole.
+    None when no entry has two recordings. The median, not a pooled variance: a few tests that move
+    10-15% between processes (DataLoader workers, a decode kernel) would otherwise set the width of
+    every other test's interval (on the 2-core AMD VM a pooled SD of 5.7% against a median of 3.5%).
     """
-    squares, df = 0.0, 0
-    for runs in entries:
-        if len(runs) >= 2:
-            logs = [math.log(r) for r in runs]
-            centre = statistics.fmean(logs)
-            squares += sum((x - centre) ** 2 for x in logs)
-            df += len(logs) - 1
-    return (math.sqrt(squares / df), float(df)) if df else None
+    spreads = [statistics.stdev(math.log(r) for r in runs) for runs in entries if len(runs) >= 2]
+    return (median(spreads), float(len(spreads))) if spreads else None
 
 
 def _between_run(runs: Sequence[float], pooled: tuple[float, float] | None, policy: VerdictPolicy) -> float:
     """The between-run half-width (log scale) of a baseline's centre and one new run.
 
-    The larger of: the entry's own SD at the normal quantile (a test that is truly noisier than the
-    file keeps its width), and its SD moderated by the file's pooled one at Student's t quantile with
-    the combined degrees of freedom (three close recordings cannot make a test look steadier than
-    the host is). Never below ``between_run_floor``; widened by sqrt(1 + 1/runs) for the centre.
+    The SD is the entry's own, but never below the file's typical one (``pooled_run_spread``) nor
+    ``between_run_floor``: three recordings that happened to agree cannot make a test look steadier
+    than the host's tests typically are (three numbers 4% apart made a drift of +10.9% "regressed"
+    on the AMD VM), while a test that is truly noisier keeps its own width. Normal quantile: the
+    typical SD comes from the whole file, not from three numbers. Widened by sqrt(1 + 1/runs) for
+    the uncertainty of the centre.
     """
     own = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 2 else 0.0
-    width = z_score(policy.confidence) * max(own, policy.between_run_floor)
-    if pooled is not None:
-        spread, _ = pooled
-        own_df, prior_df = len(runs) - 1, min(POOLED_PRIOR_DF, pooled[1])
-        moderated = math.sqrt((own_df * own**2 + prior_df * spread**2) / (own_df + prior_df))
-        level = (1 + policy.confidence) / 2
-        width = max(width, t_quantile(level, own_df + prior_df) * moderated)
-    return width * math.sqrt(1 + 1 / len(runs))
+    typical = pooled[0] if pooled is not None else 0.0
+    return z_score(policy.confidence) * max(own, typical, policy.between_run_floor) * math.sqrt(1 + 1 / len(runs))
 
 
 def _ratio_interval(
