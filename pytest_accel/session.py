@@ -289,7 +289,7 @@ class AccelSession:
         if reporter is not None:
             reporter.write_line(
                 f"accel: calibrating beside the standard neighbour: a second copy of these {len(tests)} perf "
-                "test(s) in a child pytest, restarted whenever it ends"
+                "test(s) in another pytest process, restarted whenever it ends"
             )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -310,7 +310,8 @@ class AccelSession:
         terminalreporter.write_sep("=", "accel measurements")
         for line in measurement_table(self.recorded):
             terminalreporter.write_line(line)
-        for line in verdict_summary(self.recorded, f"{self._key()}/{self.options.profile}", self.options.update):
+        recording = self.options.update or self.options.calibrate  # verdicts are reported, not enforced
+        for line in verdict_summary(self.recorded, f"{self._key()}/{self.options.profile}", recording):
             terminalreporter.write_line(line)
         if self.traces:
             terminalreporter.write_line(
@@ -344,6 +345,8 @@ class AccelSession:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.neighbour is not None:
             self.neighbour.stop()
+            if self.neighbour.failure:
+                self.write_failures.append(f"accel: {self.neighbour.failure}: the calibration may not have seen it")
         if hasattr(self.config, "workerinput") or not self.reports:
             return
         writers: list[tuple[str, Callable[[], None]]] = []

@@ -86,6 +86,7 @@ class StandardNeighbour:
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
         self.starts = 0  # how many neighbours were started (the suite's own length decides)
+        self.failure = ""  # why the watcher gave up restarting it, if it did
 
     def command(self, scratch: Path) -> list[str]:
         """The neighbour's command line: the same tests, device and settings, scratch baselines."""
@@ -119,7 +120,11 @@ class StandardNeighbour:
     def _watch(self) -> None:
         while not self._stopping.wait(_POLL_SECONDS):
             if self._pid is not None and not _alive(self._pid):
-                self._spawn()
+                try:
+                    self._spawn()
+                except (OSError, subprocess.SubprocessError, ValueError) as error:  # said at the end, not raised
+                    self.failure = f"the standard neighbour could not be started again: {error}"
+                    return
 
     def stop(self) -> None:
         """End the neighbour (its whole process group) and wait for it; remove its scratch folder."""

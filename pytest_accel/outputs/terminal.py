@@ -75,7 +75,7 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
     ]
     lines += _sight_lines(records)
     if updating and lines:
-        lines.append("accel: --accel-update: verdicts are reported, not enforced, and the baselines rewritten")
+        lines.append("accel: recording (--accel-update, --accel-calibrate): verdicts are reported, not enforced")
     return lines
 
 
