@@ -163,7 +163,7 @@ def main() -> None:
     options = parser.parse_args()
     if options.summarize:
         rows = json.loads(options.out.read_text())
-        print("\n".join(summarize(rows) + ["", *per_run(rows)]))
+        print("\n".join([*summarize(rows), "", *per_run(rows)]))
         return
     if options.select:
         PATHS[:] = shlex.split(options.select)
@@ -202,7 +202,7 @@ def main() -> None:
                     neighbour.stop()
         finally:
             neighbour.stop()
-    print("\n".join(summarize(rows) + ["", *per_run(rows)]))
+    print("\n".join([*summarize(rows), "", *per_run(rows)]))
 
 
 if __name__ == "__main__":

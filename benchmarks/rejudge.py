@@ -43,7 +43,8 @@ def main(root: Path, results: list[Path]) -> None:
                 suspects.append(f"  {result.name}: {verdict.outcome.value} {test} [{metric}]: {verdict.reason}")
         sees.sort()
         middle = f"{sees[len(sees) // 2]:.1%}" if sees else "-"
-        print(f"{result.name}: {dict(counts)}; sees 10%: {sum(s <= 0.10 for s in sees)} of {len(sees)} (median {middle})")
+        seen = sum(s <= 0.10 for s in sees)
+        print(f"{result.name}: {dict(counts)}; sees 10%: {seen} of {len(sees)} (median {middle})")
     print("\n".join(suspects))
 
 
