@@ -387,9 +387,8 @@ class AccelSession:
     def _write_calibration(self) -> None:
         measured = [r for r in self.recorded if not r.measurement.disabled]
         entries, skipped = calibrate_entries(
-            (r.measurement for r in measured), (r.test for r in measured), self.baselines(),
-            self.options.policy.foreign_cpu_margin,
-        )  # fmt: skip
+            [(r.test, r.measurement) for r in measured], self.baselines(), self.options.policy.foreign_cpu_margin
+        )
         path = self.store.update(self.device().key(), self.options.profile, self.world_size, entries)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:

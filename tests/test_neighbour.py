@@ -138,8 +138,8 @@ def test_a_calibration_without_a_neighbour_or_of_another_workload_is_refused() -
 
 def test_calibrating_a_test_without_a_baseline_names_it() -> None:
     previous = {("t.py::test_k", "throughput"): entry()}
-    measured = [measurement(0.012, 0.5), measurement(0.012, 0.5)]
-    entries, skipped = calibrate_entries(measured, ["t.py::test_k", "t.py::test_new"], previous, 0.15)
+    measured = [("t.py::test_k", measurement(0.012, 0.5)), ("t.py::test_new", measurement(0.012, 0.5))]
+    entries, skipped = calibrate_entries(measured, previous, 0.15)
     assert [e.test for e in entries] == ["t.py::test_k"]
     assert skipped == ["t.py::test_new: no baseline to calibrate: record it first (--accel-update)"]
 

@@ -147,14 +147,13 @@ class StandardNeighbour:
 
 
 def calibrate_entries(
-    measured: Iterable[Measurement], tests: Iterable[str], previous: Mapping[tuple[str, str], BaselineEntry],
-    margin: float,
-) -> tuple[list[BaselineEntry], list[str]]:  # fmt: skip
-    """The baseline entries with this calibration run added, and a line for each measurement that was not
-    added (no baseline to calibrate, or why ``calibrated`` refused it)."""
+    measured: Iterable[tuple[str, Measurement]], previous: Mapping[tuple[str, str], BaselineEntry], margin: float
+) -> tuple[list[BaselineEntry], list[str]]:
+    """The baseline entries with this calibration run (test id, measurement) added, and a line for each
+    measurement that was not added (no baseline to calibrate, or why ``calibrated`` refused it)."""
     entries: list[BaselineEntry] = []
     skipped: list[str] = []
-    for test, measurement in zip(tests, measured, strict=True):
+    for test, measurement in measured:
         earlier = previous.get((test, measurement.name))
         shown = display_name(test, measurement.name)
         if earlier is None:
