@@ -4,10 +4,11 @@ A host shared with another job (a build, a second test run) slows a workload by 
 state probe shows: threads wait for a core, caches and memory bandwidth are shared. How much
 depends on the workload (a DataLoader with worker processes doubles, a cache-resident kernel
 moves a few percent), so it is measured per test: ``--accel-calibrate`` runs the selected perf
-tests beside *the standard neighbour*, a second copy of the same tests in a child ``pytest``,
-restarted whenever it ends. Each test's figure there, over its quiet recordings' median, is stored
-with its baseline entry (``BaselineEntry.calibration``); the verdict then judges a slowdown on a
-shared host only beyond that bound (``verdict.neighbour_bound``), instead of abstaining on all.
+tests beside *the standard neighbour*, a second copy of the same tests in another ``pytest``
+process (launched detached), restarted whenever it ends. Each test's figure there, over its quiet
+recordings' median, is stored with its baseline entry (``BaselineEntry.calibration``); the verdict
+then judges a slowdown on a shared host only beyond that bound (``state.neighbour_bound``),
+instead of abstaining on all.
 
 The neighbour is another perf job on purpose, not a busy loop: a spinning thread takes a core and
 little else, while the suite's own kernels compete for what real neighbours do (threads, caches,
@@ -85,7 +86,6 @@ class StandardNeighbour:
         self._pid: int | None = None
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
-        self.starts = 0  # how many neighbours were started (the suite's own length decides)
         self.failure = ""  # why the watcher gave up restarting it, if it did
 
     def command(self, scratch: Path) -> list[str]:
@@ -115,7 +115,6 @@ class StandardNeighbour:
             check=True,
         )
         self._pid = int(launched.stdout)
-        self.starts += 1
 
     def _watch(self) -> None:
         while not self._stopping.wait(_POLL_SECONDS):
