@@ -195,7 +195,7 @@ def run_process(side: Side, args: Sequence[str], result: Path, log: Path, empty_
     # scratch folder, would move a config-less tree's rootdir (and its test ids) to a common parent.
     command = [
         side.python, "-m", "pytest", *args,
-        f"--accel-json={result}", f"--accel-baselines={empty_baselines}",
+        f"--accel-json={result}", f"--accel-baselines={empty_baselines}", "--accel-structure=off",
         "-p", "no:cacheprovider", "-rfE",
     ]  # fmt: skip
     started = time.monotonic()

@@ -24,20 +24,27 @@ import pytest
 from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.core.measurement import UNPROBED, Measurement
 from pytest_accel.core.operators import absent_line, explain
+from pytest_accel.core.structure import Structure
 from pytest_accel.core.units import format_bytes, format_seconds
 from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
 from pytest_accel.engine.machine import HostShare, state_probe_bytes, state_probes
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
 from pytest_accel.engine.operators import TraceError, profile_operators
+from pytest_accel.engine.structure import CompileWatch, take_structure
 from pytest_accel.judgement.gate import RECORD_HINT, Judgement
-from pytest_accel.judgement.verdict import Outcome, VerdictRecord
+from pytest_accel.judgement.structures import CHANGED, UNCHANGED, StructureVerdict
+from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
 
 # A first measurement taking this many times its budget (measure + warm-up seconds, and over 10 s)
 # is warned about: its calls are too long for the minimum number of rounds.
 SLOW_MEASUREMENT_FACTOR = 20
 SLOW_MEASUREMENT_FLOOR_SECONDS = 10.0
 
-__all__ = ["Judge", "OperatorPlan", "Record", "Throughput"]
+# Calls before an untimed structural record (--accel-structure-only): the first compiles, the next
+# ones let lazy state (allocator pools, autotuning, lazy modules) settle.
+STRUCTURE_WARMUP_CALLS = 3
+
+__all__ = ["STRUCTURE_WARMUP_CALLS", "Judge", "OperatorPlan", "Record", "StructurePlan", "Throughput"]
 
 # judge(measurement, remeasure) -> the gate's judgement; remeasure() takes the same measurement again.
 Judge = Callable[[Measurement, Callable[[], Measurement]], Judgement]
@@ -57,12 +64,29 @@ class OperatorPlan:
     off: str = ""  # why no table is taken in this run (said on a regression); "" when they are
 
 
+@final
+@dataclass(frozen=True)
+class StructurePlan:
+    """Whether a test's structural record is taken (engine/structure.py), and who judges it."""
+
+    # (metric, record) -> the structural verdict and its failure message (None: it does not fail)
+    judge: Callable[[str, Structure], tuple[StructureVerdict, str | None]] | None = None
+    key: str = ""  # the structure key of this device (engine/structure.py's structure_key)
+    only: bool = False  # --accel-structure-only: a short warm-up and the record, no timed rounds
+    off: str = ""  # why no record is taken in this run ("" when one is)
+    watch: CompileWatch = field(default_factory=CompileWatch)  # dynamo's state, reset when the test measures
+
+
 def _with_lines(failure: str, lines: Sequence[str]) -> str:
     """The failure message with the operator lines indented under it, before its closing hint."""
     body, _, last = failure.rpartition("\n")
     if not body or RECORD_HINT not in last:
         body, last = failure, ""
     return "\n".join([body, *(f"  {line}" for line in lines), *([last] if last else [])])
+
+
+# The time half of a verdict whose workload was not timed (--accel-structure-only).
+_UNTIMED = Verdict(Outcome.NEW, "time", "not timed (--accel-structure-only): only what ran was compared")
 
 
 def _finite_problem(value: Any, where: str) -> str | None:
@@ -126,6 +150,7 @@ class Throughput:
         items_scale: int = 1,
         xdist_workers: int = 0,
         operators: OperatorPlan | None = None,
+        structure: StructurePlan | None = None,
     ) -> None:
         self._device = device
         self._config = config
@@ -137,6 +162,7 @@ class Throughput:
         self._xdist_workers = xdist_workers  # > 0 when this process is an xdist worker: refused
         self._probes: dict[str, Callable[[], Any]] | None = None  # the machine-state probes, made once
         self._operators = operators
+        self._structure = structure if structure is not None and not structure.off else None
         self.measurements: list[Measurement] = []
 
     def __call__(
@@ -177,6 +203,16 @@ class Throughput:
         self._benchmark._mode = self._benchmark._mode or "pytest-accel throughput(...)"
         if self._benchmark.disabled:
             return self._keep(self._run_once(fn, unit, items, name, extra), None)
+        plan = self._structure
+        if plan is not None and not plan.watch.started:
+            plan.watch.start()  # before the test's first call of a compiled workload: it compiles afresh
+        if plan is not None and plan.only:
+            untimed, seconds = self._untimed(fn, unit, items, name, extra)
+            record, failure = self._structural(fn, seconds, name, VerdictRecord(_UNTIMED), None)
+            result = self._keep(untimed, record)
+            if failure is not None:
+                pytest.fail(failure, pytrace=False)
+            return result
 
         def take() -> Measurement:
             return self._measure(fn, items, unit, flops, bytes_moved, name, extra, pipelined)
@@ -186,6 +222,7 @@ class Throughput:
         self._warn_if_slow(first, time.perf_counter() - started, name)
         judgement = self._judge(first, take)
         result, record, failure = self._explain(fn, judgement)
+        record, failure = self._structural(fn, result.seconds_per_call, name, record, failure)
         self._feed_benchmark(result)
         result = self._keep(result, record)
         if failure is not None:
@@ -228,6 +265,49 @@ class Throughput:
             record = replace(record, operators=tuple(lines))
             failure = _with_lines(str(failure), lines)
         return result, record, failure
+
+    def _structural(
+        self, fn: Callable[[], Any], seconds_per_call: float, name: str, record: VerdictRecord, failure: str | None
+    ) -> tuple[VerdictRecord, str | None]:
+        """The verdict with its structural half, and the failure with what changed in what ran.
+
+        After every timed round and the operator table, in profiled calls of their own. A record that
+        cannot be taken leaves the time verdict as it is; the failure (if any) says why.
+        """
+        plan = self._structure
+        if plan is None or plan.judge is None:
+            return record, failure
+        try:
+            now = take_structure(fn, self._device, seconds_per_call, plan.watch, plan.key)
+        except Exception as error:  # the time verdict stands; say why there is no structural one
+            note = f"structure: not taken: {type(error).__name__}: {error}"
+            warnings.warn(AccelAdvice(f"{name}: {note}"), stacklevel=4)
+            return record, None if failure is None else _with_lines(failure, [note])
+        verdict, structural_failure = plan.judge(name, now)
+        record = replace(record, structure=verdict)
+        if failure is not None and verdict.outcome == CHANGED:
+            failure = _with_lines(failure, ["what ran changed:", *(f"  {line}" for line in verdict.lines)])
+        elif failure is not None and verdict.outcome == UNCHANGED:
+            failure = _with_lines(failure, ["what ran is unchanged: the same operators, as often, as at the baseline"])
+        elif failure is None:
+            failure = structural_failure
+        return record, failure
+
+    def _untimed(
+        self, fn: Callable[[], Any], unit: str, items: float, name: str, extra: dict[str, Any]
+    ) -> tuple[Measurement, float]:
+        """--accel-structure-only: STRUCTURE_WARMUP_CALLS calls, checked finite; the last one's seconds."""
+        device, seconds, output = self._device, math.nan, None
+        for _ in range(STRUCTURE_WARMUP_CALLS):
+            started = time.perf_counter()
+            output = fn()
+            device.mark_step()
+            device.synchronize()
+            seconds = time.perf_counter() - started
+        problem = _finite_problem(output, "the workload's output")
+        if problem:
+            pytest.fail(problem, pytrace=False)
+        return Measurement(unit, float(items), (), name=name, extra=extra, device_key=device.key()), seconds
 
     def _warn_if_slow(self, result: Measurement, seconds: float, name: str) -> None:
         """A call far longer than the budget makes the minimum rounds take minutes: say why, once."""

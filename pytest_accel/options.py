@@ -18,12 +18,14 @@ import pytest
 from pytest_accel.engine.devices import DEVICE_CHOICES
 from pytest_accel.engine.measure import MeasureConfig
 from pytest_accel.judgement.confirm import ChildSettings
+from pytest_accel.judgement.structures import STRUCTURE_POLICIES
 from pytest_accel.judgement.verdict import VerdictPolicy
 
 __all__ = [
     "MARKER_SETTINGS",
     "OPERATOR_CHOICES",
     "PROFILE_CHOICES",
+    "STRUCTURE_POLICIES",
     "AccelOptions",
     "ini_bool",
     "ini_choice",
@@ -42,7 +44,9 @@ OPERATOR_CHOICES = ("auto", "always", "off")
 # @pytest.mark.perf(...) keywords: measurement settings, then verdict thresholds.
 _MARKER_MEASURE = ("measure_seconds", "warmup_max_seconds", "min_rounds", "round_seconds")
 _MARKER_POLICY = ("tolerance", "memory_tolerance")
-MARKER_SETTINGS = (*_MARKER_MEASURE, *_MARKER_POLICY)
+# ... and what a structural change does to this test (STRUCTURE_POLICIES).
+_MARKER_STRUCTURE = "structure"
+MARKER_SETTINGS = (*_MARKER_MEASURE, *_MARKER_POLICY, _MARKER_STRUCTURE)
 _MARKER_INTEGERS = ("min_rounds",)  # the others are numbers (seconds, fractions)
 
 
@@ -155,11 +159,18 @@ class AccelOptions:
     prune: bool  # --accel-prune: remove them
     operators: str = "auto"  # when operator tables are taken: auto, always or off (OPERATOR_CHOICES)
     trace_dir: Path | None = None  # --accel-trace: the Chrome trace of each regressed workload goes there
+    structure: str = "fail"  # what a structural change does: fail, warn or off (STRUCTURE_POLICIES)
+    structure_only: bool = False  # --accel-structure-only: judge what ran, not time
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AccelOptions:
         """Read and validate every option once; a bad value is a usage error naming it."""
         option = config.option
+        if option.accel_structure_only and (option.accel_structure == "off" or option.accel_calibrate):
+            raise pytest.UsageError(
+                "--accel-structure-only judges only what ran: it needs structural records (not --accel-structure=off)"
+                " and takes no timed figure to calibrate (not --accel-calibrate)"
+            )
         if option.accel_calibrate and (option.accel_update or option.accel_reset_history):
             raise pytest.UsageError(
                 "--accel-calibrate measures beside a neighbour and must not record those figures as baselines: "
@@ -192,6 +203,8 @@ class AccelOptions:
             prune=bool(option.accel_prune),
             operators=option.accel_operators or ini_choice(config, "accel_operators", OPERATOR_CHOICES),
             trace_dir=option.accel_trace,
+            structure=option.accel_structure or ini_choice(config, "accel_structure", STRUCTURE_POLICIES),
+            structure_only=bool(option.accel_structure_only),
         )
 
     def child_settings(self, device: str, cpu_threads: int | None, inherited: tuple[str, ...]) -> ChildSettings:
@@ -223,7 +236,12 @@ class AccelOptions:
             raise ValueError(
                 f"unknown perf marker setting(s) {', '.join(sorted(unknown))}; known: {', '.join(MARKER_SETTINGS)}"
             )
+        structure = marker.get(_MARKER_STRUCTURE, "fail")
+        if structure not in STRUCTURE_POLICIES:
+            raise ValueError(f"bad perf marker setting: structure={structure!r}: choose one of {STRUCTURE_POLICIES}")
         for name, value in marker.items():
+            if name == _MARKER_STRUCTURE:
+                continue
             wanted = int if name in _MARKER_INTEGERS else (int, float)
             if isinstance(value, bool) or not isinstance(value, wanted):
                 kind = "an integer" if wanted is int else "a number"
@@ -237,6 +255,15 @@ class AccelOptions:
             return MeasureConfig(**settings)
         except (TypeError, ValueError) as error:
             raise ValueError(f"bad perf marker setting: {error}") from None
+
+    def structure_for(self, marker: dict[str, Any]) -> str:
+        """What a structural change does to one test: its perf marker's ``structure=``, else the run's.
+
+        The run's "off" wins (no record is taken); a marker may turn a failing change into a warning.
+        """
+        if self.structure == "off":
+            return "off"
+        return str(marker.get(_MARKER_STRUCTURE, self.structure))
 
     def policy_for(self, marker: dict[str, Any]) -> VerdictPolicy:
         """The verdict thresholds for one test: these options, overridden by its perf marker's keywords."""

@@ -17,6 +17,7 @@ from pytest_accel.options import (
     MARKER_SETTINGS,
     OPERATOR_CHOICES,
     PROFILE_CHOICES,
+    STRUCTURE_POLICIES,
     parse_output_folder,
     parse_output_path,
     parse_positive_float,
@@ -127,6 +128,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "off (default: ini accel_operators, else auto)",
     )
     group.addoption(
+        "--accel-structure",
+        dest="accel_structure",
+        choices=STRUCTURE_POLICIES,
+        default=None,
+        help="what a change of what ran (operators, compiled graphs, graph breaks, recompilations, host syncs) "
+        "does: fail its test, warn, or off: take no structural record (default: ini accel_structure, else fail)",
+    )
+    group.addoption(
+        "--accel-structure-only",
+        dest="accel_structure_only",
+        action="store_true",
+        help="judge only what ran, not time: a short warm-up and the structural record per measurement (seconds "
+        "a test; no quiet machine or recordings of this host needed)",
+    )
+    group.addoption(
         "--accel-trace",
         dest="accel_trace",
         type=parse_output_folder,
@@ -145,6 +161,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("accel_device", "default for --device / --accel-device", default="auto")
     parser.addini("accel_operators", "when to take operator tables: auto, always or off", default="auto")
+    parser.addini("accel_structure", "what a structural change does: fail, warn or off", default="fail")
     parser.addini("accel_baselines", "baseline folder, relative to the ini file", default="baselines")
     parser.addini("accel_tolerance", "default slowdown tolerance of the verdict (fraction)", default="0.05")
     parser.addini("accel_memory_tolerance", "default peak-memory growth tolerance (fraction)", default="0.10")

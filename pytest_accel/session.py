@@ -25,11 +25,13 @@ from pytest_accel.engine.distributed import Coordinator, DistributedTimer, RankF
 from pytest_accel.engine.machine import MeasuredPeak, datasheet_peak, measure_peak, peak_figures
 from pytest_accel.engine.operators import trace_path
 from pytest_accel.engine.provenance import run_provenance
-from pytest_accel.fixture import OperatorPlan, Throughput
+from pytest_accel.engine.structure import structure_key
+from pytest_accel.fixture import OperatorPlan, StructurePlan, Throughput
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, run_history, state_history
 from pytest_accel.judgement.calibrate import StandardNeighbour, calibrate_entries
 from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process, inherited_options
 from pytest_accel.judgement.gate import Gate, GateMode
+from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.options import AccelOptions
 from pytest_accel.outputs.pages import run_summary_markdown
@@ -66,6 +68,7 @@ class AccelSession:
         self.config = config
         self.options = AccelOptions.from_config(config)
         self.store = BaselineStore(self.options.baselines)
+        self.structures = StructureStore(self.options.baselines)
         self.world = world_from_environment()  # set when pytest runs on every rank of a torchrun job
         self.world_size = self.world.world_size if self.world else 1
         self.reports = self.world is None or self.world.rank == 0  # only rank 0 prints and writes
@@ -76,6 +79,8 @@ class AccelSession:
         self._device: Device | None = None
         self._baselines: dict[tuple[str, str], BaselineEntry] | None = None
         self._gate: Gate | None = None
+        self._structure_gate: StructureGate | None = None
+        self._structure_key: str | None = None
         self._peak: MeasuredPeak | None = None
         self.neighbour: StandardNeighbour | None = None  # --accel-calibrate's, while it runs
         if self.options.device != "auto":
@@ -137,6 +142,33 @@ class AccelSession:
             self._gate = Gate(self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory)
         return self._gate
 
+    def structure_gate(self) -> StructureGate:
+        """The structural verdicts of this run, against the records of this device's structure key."""
+        if self._structure_gate is None:
+            self._structure_key = key = structure_key(self.device())
+            try:
+                stored = self.structures.load(key, self.options.profile, self.world_size)
+            except BaselineError as error:
+                raise pytest.UsageError(f"cannot read the structural records: {error}") from None
+            self._structure_gate = StructureGate(lambda: stored, update=self.options.update)
+        return self._structure_gate
+
+    def _structure_plan(self, test: str, marker: dict[str, Any]) -> StructurePlan:
+        """Whether this test's structural record is taken, and how its change is judged (see StructurePlan)."""
+        policy = self.options.structure_for(marker)
+        if policy == "off":
+            return StructurePlan(off="structural records are off in this run (--accel-structure=off)")
+        if self.world is not None:  # a profile per rank would need every rank to take it in step
+            return StructurePlan(off="structural records are not taken under torchrun")
+        if self.options.calibrate or in_fresh_process():
+            return StructurePlan(off="structural records are taken by runs that judge or record")
+        gate = self.structure_gate()
+        return StructurePlan(
+            judge=lambda metric, now: gate.judge(test, metric, now, policy),
+            key=self._structure_key or "",
+            only=self.options.structure_only,
+        )
+
     def _child_settings(self) -> ChildSettings:
         """What a child pytest (a confirmation, the calibration's neighbour) needs to measure as this run does."""
         device, invocation = self.device(), self.config.invocation_params
@@ -158,6 +190,7 @@ class AccelSession:
             items_scale=self.world_size,
             xdist_workers=_xdist_workers(self.config),
             operators=self._operator_plan(item.nodeid),
+            structure=self._structure_plan(item.nodeid, marker),
         )
 
     def _operator_plan(self, test: str) -> OperatorPlan:
@@ -250,6 +283,8 @@ class AccelSession:
                     reporter.write_line(line)
         if perf_items:
             self.baselines()  # a corrupt baseline file stops the run before anything is measured
+            if self.options.structure != "off" and self.world is None and not in_fresh_process():
+                self.structure_gate()  # so does a corrupt structural record
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """``--accel-calibrate``: start the standard neighbour. ``--accel-stale`` / ``--accel-prune``: list
@@ -357,6 +392,7 @@ class AccelSession:
             writers.append((f"--accel-markdown {self.options.markdown_path}", self._write_markdown))
         if self.options.update:
             writers.append(("the baselines", self._write_baselines))
+            writers.append(("the structural records", self._write_structures))
         if self.options.calibrate:
             writers.append(("the calibration", self._write_calibration))
         for what, write in writers:
@@ -395,6 +431,15 @@ class AccelSession:
             for line in [f"calibrated {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} in {path}",
                          *(f"not calibrated: {why}" for why in skipped)]:  # fmt: skip
                 reporter.write_line(f"accel: {line}")
+
+    def _write_structures(self) -> None:
+        gate = self._structure_gate
+        if gate is None or not gate.taken or self._structure_key is None:
+            return
+        path = self.structures.update(self._structure_key, self.options.profile, self.world_size, gate.taken)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"accel: wrote {len(gate.taken)} structural record(s) to {path}")
 
     def _write_baselines(self) -> None:
         measured = [r for r in self.recorded if not r.measurement.disabled]

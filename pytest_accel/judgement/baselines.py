@@ -52,8 +52,13 @@ __all__ = [
     "BaselineError",
     "BaselineStore",
     "calibrated",
+    "check_header",
+    "check_name",
+    "decode_file",
+    "locked",
     "run_history",
     "state_history",
+    "write_atomically",
 ]
 
 # Version of the file layout. A reader refuses a higher number: a newer writer may have changed what a
@@ -276,7 +281,7 @@ class BaselineEntry:
             raise BaselineError(f"{where}: {invalid}") from None
 
 
-def _decode(raw: bytes, where: str) -> object:
+def decode_file(raw: bytes, where: str) -> object:
     """The JSON value in a file's bytes, or a BaselineError that says where the syntax broke."""
     try:
         return decode_json(raw, where)
@@ -284,7 +289,7 @@ def _decode(raw: bytes, where: str) -> object:
         raise BaselineError(str(invalid)) from None
 
 
-def _check_header(document: object, where: str, device_key: str, profile: str, world_size: int) -> dict[str, Any]:
+def check_header(document: object, where: str, device_key: str, profile: str, world_size: int) -> dict[str, Any]:
     """The top-level object, once its schema, keys and location fields are right."""
     if not isinstance(document, dict):
         raise BaselineError(f"{where}: expected a JSON object at the top level, got {_show(document)}")
@@ -319,7 +324,7 @@ def _read(path: Path, device_key: str, profile: str, world_size: int) -> tuple[d
     except OSError as error:  # a folder where the file should be, a file where a folder should, a link loop
         raise BaselineError(f"{path}: cannot read: {error.strerror or error}") from None
     where = str(path)
-    document = _check_header(_decode(raw, where), where, device_key, profile, world_size)
+    document = check_header(decode_file(raw, where), where, device_key, profile, world_size)
     entries: dict[str, Any] = document["entries"]
     parsed: list[BaselineEntry] = []
     for test, metrics in entries.items():
@@ -346,7 +351,7 @@ def _serialize(device_key: str, profile: str, world_size: int, entries: Mapping[
     return (text + "\n").encode("utf-8")
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` by ``data``: a reader (or a crash) sees the old file or the new one, never a mix."""
     mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _NEW_FILE_MODE
     descriptor, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -371,7 +376,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock for ``path`` (on a sibling ``.<stem>.lock``, which is left in place)."""
     import fcntl  # POSIX only: imported here so that reading baselines works everywhere
 
@@ -388,7 +393,7 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(lock)  # closing releases the lock
 
 
-def _check_name(value: str, what: str) -> None:
+def check_name(value: str, what: str) -> None:
     """Refuse a name that would leave its folder, hide its file, or be ambiguous."""
     separators = {"/", "\\", os.sep, os.altsep or "/"}
     if (
@@ -474,8 +479,8 @@ class BaselineStore:
 
     def path_for(self, device_key: str, profile: str, world_size: int = 1) -> Path:
         """The file holding the baselines of one device class, profile and world size."""
-        _check_name(device_key, "device key")
-        _check_name(profile, "profile")
+        check_name(device_key, "device key")
+        check_name(profile, "profile")
         if _WORLD_SIZE_SUFFIX.search(profile):
             raise ValueError(f"profile {profile!r} ends like a world-size suffix (-w<N>); choose another name")
         if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
@@ -499,11 +504,11 @@ class BaselineStore:
         if not given:
             return path
         path.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(path):
+        with locked(path):
             stored, _ = _read(path, device_key, profile, world_size)
             for (test, metric), entry in given.items():
                 stored.setdefault(test, {})[metric] = entry.to_json()
-            _write_atomically(path, _serialize(device_key, profile, world_size, stored))
+            write_atomically(path, _serialize(device_key, profile, world_size, stored))
         return path
 
     def prune(self, device_key: str, profile: str, world_size: int, keep_tests: Collection[str]) -> list[str]:
@@ -512,12 +517,12 @@ class BaselineStore:
         if not path.exists():
             return []
         keep = set(keep_tests)
-        with _locked(path):
+        with locked(path):
             stored, _ = _read(path, device_key, profile, world_size)
             stale = sorted(test for test in stored if test not in keep)
             if stale:
                 kept = {test: metrics for test, metrics in stored.items() if test in keep}
-                _write_atomically(path, _serialize(device_key, profile, world_size, kept))
+                write_atomically(path, _serialize(device_key, profile, world_size, kept))
         return stale
 
     def identify(self, path: Path) -> tuple[str, str, int]:

@@ -76,6 +76,7 @@ class ChildSettings:
             "-o", f"accel_foreign_cpu_margin={self.foreign_cpu_margin}",
             "-o", f"accel_confirmations={self.confirmations}",
             "-o", f"accel_warmup_max_seconds={self.warmup_max_seconds}",
+            "--accel-structure=off",  # what ran is the parent's to judge: it took the record already
         ]  # fmt: skip
         return [*options, "--accel-cpu-threads", str(self.cpu_threads)] if self.cpu_threads else options
 

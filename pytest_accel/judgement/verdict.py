@@ -56,6 +56,7 @@ from pytest_accel.core.stats import (
 )
 from pytest_accel.core.units import format_percent_change as _percent
 from pytest_accel.judgement.state import CALIBRATED, StateShift, host_shared, neighbour_bound, state_shift
+from pytest_accel.judgement.structures import StructureVerdict
 
 __all__ = [
     "CALIBRATED",
@@ -228,17 +229,21 @@ def _optional_number(value: object, where: str) -> float | None:
 @dataclass(frozen=True)
 class VerdictRecord:
     """One measurement's verdict as reports see it: time, memory (when known), re-measurements taken,
-    and for a confirmed regression the lines that say which operators changed (core/operators.py)."""
+    for a confirmed regression the lines that say which operators changed (core/operators.py), and
+    the structural verdict (judgement/structures.py) when a record was taken."""
 
     time: Verdict
     memory: Verdict | None = None
     remeasurements: int = 0
     operators: tuple[str, ...] = ()
+    structure: StructureVerdict | None = None
 
     @property
     def outcome(self) -> Outcome:
-        """The worst outcome: a memory regression counts like a time regression."""
+        """The worst outcome: a memory regression, or a structural change that fails, counts like a time regression."""
         if self.memory is not None and self.memory.outcome is Outcome.REGRESSED:
+            return Outcome.REGRESSED
+        if self.structure is not None and self.structure.fails:
             return Outcome.REGRESSED
         return self.time.outcome
 
@@ -250,6 +255,7 @@ class VerdictRecord:
             "memory": None if self.memory is None else self.memory.to_dict(),
             "remeasurements": self.remeasurements,
             "operators": list(self.operators),
+            "structure": None if self.structure is None else self.structure.to_dict(),
         }
 
     @classmethod
@@ -264,11 +270,13 @@ class VerdictRecord:
         operators = data.get("operators", [])
         if not isinstance(operators, list) or not all(isinstance(line, str) for line in operators):
             raise ValueError(f"verdict: 'operators' must be a list of strings, got {type(operators).__name__}")
+        structure = data.get("structure")
         return cls(
             Verdict.from_dict(data.get("time"), "time"),
             None if memory is None else Verdict.from_dict(memory, "memory"),
             remeasurements,
             tuple(operators),
+            None if structure is None else StructureVerdict.from_dict(structure),
         )
 
 

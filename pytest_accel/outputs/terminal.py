@@ -18,6 +18,9 @@ def _row(record: Recorded) -> tuple[str, ...]:
     m = record.measurement
     test = display_name(record.test, m.name)
     if m.disabled:
+        structure = record.verdict.structure if record.verdict is not None else None
+        if structure is not None:  # --accel-structure-only: what ran was judged, not time
+            return (test, m.device_key, "untimed", "-", "-", "-", "-", "-", f"structure {structure.outcome}")
         return (test, m.device_key, "disabled", "-", "-", "-", "-", "-", "-")
     tflops = m.tflops
     return (
@@ -38,6 +41,8 @@ def verdict_cell(verdict: VerdictRecord | None) -> str:
     if verdict is None:
         return "-"
     cell = verdict.outcome.value
+    if verdict.structure is not None and verdict.structure.outcome == "changed":
+        cell += " (structure)" if verdict.structure.fails else " (structure changed: warned)"
     if verdict.time.ratio is not None:
         cell += f" {format_percent_change(verdict.time.ratio)}"
     if verdict.memory is not None and verdict.memory.outcome is Outcome.REGRESSED:
@@ -65,15 +70,17 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
     """One line per verdict kind that occurred, with what to do about it."""
     counts: dict[str, int] = {}
     for record in records:
-        if record.verdict is not None:
-            outcome = record.verdict.outcome.value
+        if record.verdict is not None and not record.measurement.disabled:
+            outcome = record.verdict.time.outcome.value
+            if record.verdict.outcome.value == "regressed":
+                outcome = "regressed"
             counts[outcome] = counts.get(outcome, 0) + 1
     lines = _abstention_lines(counts, updating)
     lines += [
         f"accel: {count} {outcome}" + (f": {_HINTS[outcome].format(where=where)}" if outcome in _HINTS else "")
         for outcome, count in sorted(counts.items())
     ]
-    lines += _sight_lines(records)
+    lines += _sight_lines(records) + _structure_lines(records, updating)
     if updating and lines:
         lines.append("accel: recording (--accel-update, --accel-calibrate): verdicts are reported, not enforced")
     return lines
@@ -108,6 +115,23 @@ def _sight_lines(records: Sequence[Recorded]) -> list[str]:
         smallest, largest = f"{blind[0] * 100:.0f}%", f"{blind[-1] * 100:.0f}%"
         sight = smallest if smallest == largest else f"{smallest}-{largest}"
         line += f"; {len(blind)} only {sight} or more (a noisier machine or baseline)"
+    return [line]
+
+
+def _structure_lines(records: Sequence[Recorded], updating: bool) -> list[str]:
+    """How many structural records were unchanged, changed or new: counts, judged without noise."""
+    counts: dict[str, int] = {}
+    for record in records:
+        structure = record.verdict.structure if record.verdict is not None else None
+        if structure is not None:
+            counts[structure.outcome] = counts.get(structure.outcome, 0) + 1
+    if not counts:
+        return []
+    line = "accel: what ran: " + ", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items()))
+    if counts.get("changed") and not updating:
+        line += " (a different set of operations ran: see the failures or warnings above)"
+    if counts.get("new") and not updating:
+        line += "; new: record with `pytest <same args> --accel-update`"
     return [line]
 
 

@@ -53,6 +53,8 @@ class FakeHabana:
         self.limit_bytes = _GAUDI2_LIMIT_BYTES
         self.in_use_bytes = 0
         self.peak_bytes = 0  # high-water mark of in_use_bytes since the last reset_peak_memory_stats()
+        # The bridge's global metrics (``hpu.metrics.metric_global``): name -> TotalNumber so far.
+        self.metrics = {"graph_compilation": 0, "cpu_fallback": 0}
         self.modules = self._build_modules()
 
     def advance(self, milliseconds: float) -> None:
@@ -149,8 +151,24 @@ class FakeHabana:
         root = _module("habana_frameworks", package=True)
         torch_package = _module("habana_frameworks.torch", package=True)
         core = _module("habana_frameworks.torch.core", mark_step=mark_step)
+
+        def metric_global(name: str) -> Any:
+            """``hpu.metrics.metric_global``: a global metric whose ``stats()`` is a list of (name, value) pairs."""
+            fake.calls.append("metrics.metric_global")
+            if name not in fake.metrics:
+                raise ValueError(f"unknown metric {name!r}")
+
+            class Metric:
+                def stats(self) -> list[tuple[str, Any]]:
+                    fake.calls.append("metric.stats")
+                    return [("TotalNumber", fake.metrics[name]), ("TotalTime", 0), ("AvgTime", 0.0)]
+
+            return Metric()
+
+        metrics = _module("habana_frameworks.torch.hpu.metrics", metric_global=metric_global)
         hpu = _module(
             "habana_frameworks.torch.hpu",
+            package=True,
             is_available=is_available,
             device_count=device_count,
             synchronize=synchronize,
@@ -168,8 +186,9 @@ class FakeHabana:
         # Submodules are attributes of their packages, as after a real import.
         root.__dict__["torch"] = torch_package
         torch_package.__dict__.update(core=core, hpu=hpu, utils=utils)
+        hpu.__dict__["metrics"] = metrics
         utils.__dict__["experimental"] = experimental
-        return {module.__name__: module for module in (root, torch_package, core, hpu, utils, experimental)}
+        return {module.__name__: module for module in (root, torch_package, core, hpu, metrics, utils, experimental)}
 
 
 def _module(name: str, *, package: bool = False, **attributes: Any) -> ModuleType:

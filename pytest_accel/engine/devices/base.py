@@ -123,6 +123,10 @@ class Device(Protocol):
     def out_of_memory(self, error: BaseException) -> OutOfMemoryReport | None:
         """An ``OutOfMemoryReport`` when ``error`` is this device running out of memory, else None."""
 
+    def structure_counters(self) -> dict[str, float]:
+        """Cumulative counts of the device's own structural events (HPU: graph compilations, CPU
+        fallbacks), read before and after a structural record; empty where the device keeps none."""
+
     def profiler_activities(self) -> list[Any]:
         """The ``torch.profiler`` activities that see this device's work (the host's first); raises
         ``DeviceUnavailable`` naming what is missing where this torch's profiler cannot see it."""

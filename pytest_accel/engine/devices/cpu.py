@@ -226,6 +226,10 @@ class CpuDevice:
             )
         return None
 
+    def structure_counters(self) -> dict[str, float]:
+        """None kept: the profiler's operator counts (and its runtime events) are the whole record."""
+        return {}
+
     def profiler_activities(self) -> list[Any]:
         """The host's activity: CPU operators are all there is."""
         from torch.profiler import ProfilerActivity

@@ -123,6 +123,10 @@ class CudaDevice:
         total = int(torch.cuda.get_device_properties(self.index).total_memory)
         return OutOfMemoryReport(requested_bytes_from_message(str(error)), self.peak_memory_bytes(), total)
 
+    def structure_counters(self) -> dict[str, float]:
+        """None kept: the profiler's operator counts (and its runtime events) are the whole record."""
+        return {}
+
     def profiler_activities(self) -> list[Any]:
         """The host's operators and the CUDA kernels they launch (CUPTI)."""
         from torch.profiler import ProfilerActivity

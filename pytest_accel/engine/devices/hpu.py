@@ -10,6 +10,9 @@ calls below (tests/fakes/habana.py, used by tests/test_devices.py). The calls it
   name the Gaudi generation without occupying the device (``get_device_name`` would).
 - ``torch.profiler.ProfilerActivity.HPU`` beside ``CPU`` for operator tables (Habana's "Profiling
   with PyTorch"), with the bridge imported first.
+- ``habana_frameworks.torch.hpu.metrics.metric_global(name).stats()`` for the structural record: the
+  ``graph_compilation`` and ``cpu_fallback`` metrics' ``TotalNumber`` (Habana's "Runtime Environment
+  Variables / Metrics": a graph compiled every step is the dynamic-shape problem its guide describes).
 """
 
 from __future__ import annotations
@@ -168,6 +171,16 @@ class HpuDevice:
             self.peak_memory_bytes(),
             int(limit) if limit is not None else None,
         )
+
+    def structure_counters(self) -> dict[str, float]:
+        """Graph compilations and CPU fallbacks so far (the bridge's global metrics' ``TotalNumber``)."""
+        self._core()
+        metrics = importlib.import_module("habana_frameworks.torch.hpu.metrics")
+        counters = {}
+        for metric, name in (("graph_compilation", "HPU graph compilations"), ("cpu_fallback", "HPU CPU fallbacks")):
+            stats = dict(metrics.metric_global(metric).stats())
+            counters[name] = float(stats.get("TotalNumber", 0))
+        return counters
 
     def profiler_activities(self) -> list[Any]:
         """The host's operators and ``ProfilerActivity.HPU``, as Habana's "Profiling with PyTorch" passes them.

@@ -1,0 +1,187 @@
+"""Take a workload's structural record (core/structure.py): counts from the profiler and from dynamo.
+
+Never on the hot path: the fixture takes it after the timed rounds (or, with
+``--accel-structure-only``, after a short warm-up instead of them). Two profiled blocks of the same
+number of calls: an operator whose count per call differs between them is marked unstable, so what
+is compared is what every call of the workload runs.
+
+Compiled code: when dynamo is loaded, ``CompileWatch.start`` resets it at the start of the test
+(``torch._dynamo.reset``: "as if you had started a fresh process"), so a test compiles the same
+graphs whichever tests ran before it in the process, and the graph breaks dynamo reports are this
+test's. Each compiled region the profiler sees ("Torch-Compiled Region: <frame>/<compile>") counts
+as a graph run; frame and compile ids, and compiled-graph hashes, are normalised away.
+
+Gaudi: ``Device.structure_counters`` reads the bridge's documented metrics (graph compilations),
+counted per call (**not yet run on Gaudi**).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, final
+
+from pytest_accel.core.structure import Structure, stable_counts
+from pytest_accel.engine.devices.base import Device
+
+__all__ = ["BLOCK_SECONDS", "CompileWatch", "StructureError", "block_calls", "structure_key", "take_structure"]
+
+# Workload time one profiled block aims at; two blocks are taken. At least 1 call, at most 5.
+BLOCK_SECONDS = 0.1
+_MAX_BLOCK_CALLS = 5
+_REGION = re.compile(r"^Torch-Compiled Region: \d+/\d+$")
+_GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph \S+ ##$")
+# Rows the profiler adds about itself, not the workload's.
+_PROFILER_OWN = ("Activity Buffer Request", "ProfilerStep", "[memory]")
+
+
+class StructureError(Exception):
+    """The record could not be taken (the test's time verdict stands without it)."""
+
+
+def block_calls(seconds_per_call: float) -> int:
+    """Calls per profiled block: about BLOCK_SECONDS of work, at least 1, at most 5."""
+    if not math.isfinite(seconds_per_call) or seconds_per_call <= 0:
+        return 1
+    return max(1, min(_MAX_BLOCK_CALLS, round(BLOCK_SECONDS / seconds_per_call)))
+
+
+def structure_key(device: Device) -> str:
+    """What decides a workload's structure: the device kind and what its dispatch depends on, and torch.
+
+    CPU: the vector ISA torch dispatches kernels for (``torch.backends.cpu.get_cpu_capability``);
+    CUDA: the compute capability; HPU: the device model. Never the host generation: a new VM class of
+    the same ISA compares its structure from the first run.
+    """
+    import torch
+
+    kind = device.kind
+    if kind == "cpu":
+        capability = torch.backends.cpu.get_cpu_capability().lower()
+    elif kind == "cuda":
+        major, minor = torch.cuda.get_device_capability(getattr(device, "index", 0))
+        capability = f"sm{major}{minor}"
+    else:
+        capability = re.sub(r"[^a-z0-9]+", "", str(device.provenance().get("device_model", kind)).lower()) or kind
+    version = re.sub(r"[^A-Za-z0-9.]+", "_", torch.__version__)
+    return f"{kind}-{capability}-torch{version}"
+
+
+@final
+@dataclass
+class CompileWatch:
+    """Dynamo's state for one test: reset when the test's first measurement begins, read at the record."""
+
+    started: bool = False
+    _graphs_before: int = 0
+    _counter: dict[str, Any] = field(default_factory=dict)
+
+    def start(self) -> None:
+        """Reset dynamo (when loaded: a suite that never compiles does not import it) and note its counters."""
+        self.started = True
+        if "torch._dynamo" not in sys.modules:
+            return
+        import torch._dynamo
+
+        torch._dynamo.reset()
+        self._graphs_before = _unique_graphs()
+
+    def read(self) -> tuple[int, int, tuple[str, ...]]:
+        """(graphs compiled, recompilations, graph-break reasons) since ``start``."""
+        if "torch._dynamo" not in sys.modules:
+            return 0, 0, ()
+        from torch._dynamo import convert_frame, utils
+
+        per_frame: Mapping[Any, int] = getattr(convert_frame, "FRAME_COMPILE_COUNTER", {})
+        recompilations = sum(max(0, int(count) - 1) for count in per_frame.values())
+        breaks = sorted(_break_line(reason) for reason in getattr(utils, "graph_break_reasons", ()))
+        return max(0, _unique_graphs() - self._graphs_before), recompilations, tuple(breaks)
+
+
+def _unique_graphs() -> int:
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def _break_line(reason: Any) -> str:
+    """'<first line of the reason> at <file name>:<line>': the user frame dynamo broke the graph in."""
+    text = str(getattr(reason, "reason", reason)).strip().splitlines()
+    line = text[0] if text else "graph break"
+    stack = getattr(reason, "user_stack", None) or ()
+    if stack:
+        frame = stack[-1]
+        line += f" at {os.path.basename(frame.filename)}:{frame.lineno}"
+    return line
+
+
+def _normalised(name: str) -> str:
+    if _GRAPH_CALL.match(name):
+        return "## Call CompiledFxGraph ##"
+    return name
+
+
+def _block(fn: Callable[[], Any], device: Device, calls: int, activities: list[Any]) -> tuple[dict[str, float], int]:
+    """One profiled block: event name -> count (host and device events), and compiled regions run."""
+    from torch.profiler import profile
+
+    device.synchronize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with profile(activities=activities) as prof:
+            for _ in range(calls):
+                fn()
+                device.mark_step()
+            device.synchronize()
+        averages = prof.key_averages()
+    counts: dict[str, float] = {}
+    regions = 0
+    for event in averages:
+        name = event.key
+        if name.startswith(_PROFILER_OWN):
+            continue
+        if _REGION.match(name):
+            regions += int(event.count)
+            continue
+        kind = str(getattr(event, "device_type", "")).rsplit(".", 1)[-1]
+        key = _normalised(name) if kind in ("", "CPU") else f"[{kind.lower()} kernel] {name}"
+        counts[key] = counts.get(key, 0.0) + float(event.count)
+    return counts, regions
+
+
+def take_structure(
+    fn: Callable[[], Any], device: Device, seconds_per_call: float, watch: CompileWatch, key: str
+) -> Structure:
+    """Profile two blocks of ``fn`` (already warm); its structural record. Raises ``StructureError``."""
+    try:
+        activities = device.profiler_activities()
+    except Exception as error:
+        raise StructureError(f"no profiler for {device.kind}: {error}") from None
+    calls = block_calls(seconds_per_call)
+    before = device.structure_counters()
+    first, regions_first = _block(fn, device, calls, activities)
+    second, regions_second = _block(fn, device, calls, activities)
+    after = device.structure_counters()
+    if not first and not second:
+        raise StructureError("the profiler saw no operator (does the workload run torch operations?)")
+    operators, unstable = stable_counts([first, second], calls)
+    if regions_first != regions_second:
+        unstable = (*unstable, "compiled graphs")
+    compiles, recompilations, breaks = watch.read() if watch.started else (0, 0, ())
+    extra = {name: (after[name] - before.get(name, 0.0)) / (2 * calls) for name in after}
+    return Structure(
+        operators=operators,
+        graphs=max(regions_first, regions_second) / calls,
+        compiles=compiles,
+        recompilations=recompilations,
+        breaks=breaks,
+        unstable=unstable,
+        key=key,
+        calls=calls,
+        extra={f"{name} per call": value for name, value in extra.items()},
+    )
