@@ -270,7 +270,7 @@ class Check:
         return {"pytest": ran, "kernels": rows}
 
     def operators(self) -> dict[str, Any]:
-        """The operator diff on this device: SDPA recorded on flash, then run on math, must fail naming the operators."""
+        """The operator diff on this device: SDPA recorded on flash, then run on math, must fail, naming operators."""
         command = [
             *_pytest_command(self.device), "test_check.py", "-k", "test_attention_backend",
             "--accel-baselines", str(self.scratch / "operator-baselines"),

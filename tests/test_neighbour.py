@@ -121,7 +121,8 @@ def measurement(seconds: float, share: float | None) -> Measurement:
 def test_a_calibration_run_is_stored_with_its_share_and_round_trips(tmp_path: Path) -> None:
     result = calibrated(entry(), measurement(0.012, 0.4), POLICY.foreign_cpu_margin)
     assert isinstance(result, BaselineEntry)
-    assert result.calibration == ({CALIBRATED: pytest.approx(12.0), FOREIGN_CPU: 0.4},)
+    # The figure, the neighbour's share, and the state probes of that run (what the neighbour did to the machine).
+    assert result.calibration == ({CALIBRATED: pytest.approx(12.0), FOREIGN_CPU: 0.4, **QUIET},)
     assert result.run_medians == RUNS and result.samples == entry().samples  # the quiet recording is untouched
     store = BaselineStore(tmp_path)
     store.update("cpu-k", "smoke", 1, [result])
@@ -150,6 +151,7 @@ def test_calibrating_a_test_without_a_baseline_names_it() -> None:
         ([{CALIBRATED: 1.0}], "expected the keys"),
         ([{CALIBRATED: 1.0, FOREIGN_CPU: 1.5}], "a share in [0, 1]"),
         ([{CALIBRATED: 0.0, FOREIGN_CPU: 0.5}], "a positive median"),
+        ([{CALIBRATED: 1.0, FOREIGN_CPU: 0.5, "memory": 0.0}], "positive state-probe figures"),
         ("x", "expected a list"),
     ],
 )
@@ -246,5 +248,34 @@ def test_an_undecided_suspect_is_measured_again_and_judged_on_its_pooled_rounds(
     assert judged.time.outcome is Outcome.REGRESSED, judged.time.reason
     assert 1 < judged.group <= 1 + EXTEND_MEASUREMENTS
     assert f"judged on the rounds of {judged.group} measurements pooled" in judged.time.reason
-    assert len(judged.measurements) == 2 * judged.group  # the group, then one confirming group of its size
+    assert len(judged.measurements) >= 2 * judged.group  # the group, then one confirming group of (at least) its size
     assert len(judged.reported.samples) == 6 * judged.group  # the report shows every round it judged
+
+
+def test_the_state_a_calibrated_neighbour_puts_the_machine_in_does_not_veto_a_slowdown_beyond_it() -> None:
+    """Beside the neighbour the copy probe takes 1.5x as long; calibration saw that state, and the test unmoved."""
+    busy = {**SHARED, "memory": 4.4e-3}
+    blind = judge_time(observation(0.013, busy), baseline((beside(1.0),)), POLICY)  # a calibration without states
+    assert blind.outcome is Outcome.NOISY and "a large memory copy" in blind.reason
+    seen = {**beside(1.0), "compute": 1.0e-3, "memory": 4.5e-3, "latency": 1.0e-3}
+    verdict = judge_time(observation(0.013, busy), baseline((seen,)), POLICY)
+    assert verdict.outcome is Outcome.REGRESSED, verdict.reason
+    quiet = judge_time(observation(0.013, {**QUIET, "memory": 4.4e-3, FOREIGN_CPU: 0.02}), baseline((seen,)), POLICY)
+    assert quiet.outcome is Outcome.NOISY  # a quiet host in that state: the calibration does not speak for it
+
+
+def test_a_confirmation_that_cannot_decide_is_measured_again() -> None:
+    """A clear +15% first look, then a confirmation whose rounds spread +-25%: undecided alone, pooled decided."""
+    from pytest_accel.judgement.gate import EXTEND_MEASUREMENTS, run_gate
+
+    def measured(seed: int, spread: float) -> Measurement:
+        noise = random.Random(seed)
+        seconds = tuple(0.0115 * (1 + noise.uniform(-spread, spread)) for _ in range(6))
+        return Measurement("calls", 1.0, seconds, probe_samples=(1e-3,) * 6, state={**QUIET})
+
+    seeds = iter(range(9, 100))  # seed 9's six rounds alone read +10.3% [-1.2% .. +23.1%]: undecided
+    steady = entry(samples=(0.01,) * 12, probe_samples=(1e-3,) * 12)
+    judged = run_gate(measured(0, 0.01), steady, POLICY, {}, lambda: measured(next(seeds), 0.25), confirmations=1)
+    assert judged.group == 1 and judged.time.outcome is Outcome.REGRESSED, judged.time.reason
+    assert 2 < len(judged.measurements) <= 2 + EXTEND_MEASUREMENTS  # the confirmation was extended
+    assert "confirmed by 1 re-measurement(s)" in judged.time.reason

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
 
-from pytest_accel.core.measurement import FOREIGN_CPU, Measurement, compared_samples
+from pytest_accel.core.measurement import FOREIGN_CPU, UNPROBED, Measurement, compared_samples
 from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.stats import median
 from pytest_accel.core.validation import Invalid as _Invalid
@@ -116,12 +116,15 @@ def _provenance(value: object, path: str) -> dict[str, str]:
 
 
 def _calibration(value: object, path: str) -> tuple[Mapping[str, float], ...]:
-    """Calibration runs: objects with exactly a positive "median" and a "foreign_cpu" share in [0, 1]."""
+    """Calibration runs: objects with a positive "median", a "foreign_cpu" share in [0, 1], and the
+    state probes' figures of that run (seconds per call, each > 0; none in files written before)."""
     runs = _states(value, path)
     for index, run in enumerate(runs):
         where = f"{path}[{index}]"
-        if set(run) != {CALIBRATED, FOREIGN_CPU}:
+        if not {CALIBRATED, FOREIGN_CPU} <= set(run):
             raise _Invalid(where, f"expected the keys {CALIBRATED!r} and {FOREIGN_CPU!r}, got {sorted(run)}")
+        if any(seconds <= 0 for name, seconds in run.items() if name not in (CALIBRATED, FOREIGN_CPU)):
+            raise _Invalid(where, f"expected positive state-probe figures, got {dict(run)}")
         if run[CALIBRATED] <= 0 or run[FOREIGN_CPU] > 1:
             raise _Invalid(where, f"expected a positive median and a share in [0, 1], got {dict(run)}")
     return runs
@@ -454,7 +457,10 @@ def calibrated(previous: BaselineEntry, measurement: Measurement, margin: float)
             f"the neighbour used {shown} of the host's CPU: not more than the quiet recordings' "
             f"{quiet:.0%} + {margin:.0%}"
         )
-    run = {CALIBRATED: median(measurement.compared_samples), FOREIGN_CPU: share}
+    # The run's state probes too: the state a neighbour puts the machine in is covered by this run's
+    # figure, so a verdict beside a neighbour compares the state now with these as well (verdict.py).
+    probes = {name: s for name, s in measurement.state.items() if name not in (FOREIGN_CPU, UNPROBED) and s > 0}
+    run = {**probes, CALIBRATED: median(measurement.compared_samples), FOREIGN_CPU: share}
     return replace(previous, calibration=(*previous.calibration, run)[-MAX_RUN_HISTORY:])
 
 
