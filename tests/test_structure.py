@@ -168,7 +168,7 @@ def test_the_store_merges_and_reads_back(tmp_path: Path) -> None:
 def test_a_corrupt_store_file_is_named_and_left_alone(tmp_path: Path) -> None:
     store = StructureStore(tmp_path)
     path = store.update("k", "smoke", 1, [("t.py::a", "throughput", record(aten__mm=1))])
-    text = path.read_text().replace('"aten::mm": 1.0', '"aten::mm": -1')
+    text = path.read_text().replace('"aten::mm": 1', '"aten::mm": -1')
     path.write_text(text)
     with pytest.raises(BaselineError, match=r"smoke.json.*aten::mm"):
         store.load("k", "smoke")
@@ -390,3 +390,37 @@ def test_the_record_is_the_same_in_a_fresh_process() -> None:
         for _ in range(2)
     ]
     assert outputs[0] == outputs[1]
+
+
+def test_the_blocks_own_device_sync_is_not_counted_as_the_workloads() -> None:
+    """On CUDA the profiled block ends with one ``torch.cuda.synchronize``: a fake device stands in for its event."""
+    from torch.profiler import ProfilerActivity, record_function
+
+    class FakeCuda:
+        kind = "cuda"
+
+        def synchronize(self) -> None:
+            with record_function("cudaDeviceSynchronize"):
+                pass
+
+        def mark_step(self) -> None:
+            pass
+
+        def profiler_activities(self) -> list:
+            return [ProfilerActivity.CPU]
+
+        def structure_counters(self) -> dict:
+            return {}
+
+    device = FakeCuda()
+    a = torch.ones(4)
+    quiet = take_structure(lambda: a + 1, device, 0.05, CompileWatch(), "k")  # type: ignore[arg-type]
+    assert quiet.syncs == {}
+
+    def waits() -> torch.Tensor:
+        device.synchronize()  # a sync in the loop, once per call
+        return a + 1
+
+    synced = take_structure(waits, device, 0.05, CompileWatch(), "k")  # type: ignore[arg-type]
+    assert synced.syncs == {"cudaDeviceSynchronize": 1.0}
+    assert changes(quiet, synced)[0] == "host syncs per call 0 -> 1 (cudaDeviceSynchronize 0 -> 1)"

@@ -30,6 +30,16 @@ SYNC_OPERATORS = (
     "cudaEventSynchronize",
 )
 _KEYS = frozenset(("key", "calls", "operators", "graphs", "compiles", "recompilations", "breaks", "unstable", "extra"))
+# Views, allocations and conversions: they move with any change of code around them, so a diff lists
+# them after the operators that compute.
+_BOOKKEEPING = frozenset(
+    f"aten::{name}"
+    for name in (
+        "alias", "as_strided", "detach", "empty", "empty_like", "empty_strided", "expand", "lift_fresh",
+        "permute", "reshape", "resolve_conj", "resolve_neg", "select", "slice", "squeeze", "t", "to",
+        "_to_copy", "transpose", "unsqueeze", "_unsafe_view", "view", "view_as",
+    )
+)  # fmt: skip
 # Lines a change lists at most, largest first (the rest are counted in one closing line).
 _MAX_LINES = 10
 
@@ -138,22 +148,25 @@ def _texts(value: object, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _operator_lines(then: Structure, now: Structure) -> list[tuple[float, str]]:
-    """(rank, line) for each operator whose calls per call changed: gone ones first (the kernel that
-    fell back), then new ones (what replaced it, a copy added), then changed counts, each largest first."""
+def _operator_lines(then: Structure, now: Structure) -> list[tuple[tuple[int, int, float], str]]:
+    """(rank, line) for each operator whose calls per call changed. Operators that compute come before
+    views and allocations (``_BOOKKEEPING``); within each, gone ones first (the kernel that fell back),
+    then new ones (what replaced it, a copy added), then changed counts, each largest first."""
     skip = set(then.unstable) | set(now.unstable) | set(SYNC_OPERATORS)
     lines = []
     for op in sorted(set(then.operators) | set(now.operators)):
         before, after = then.operators.get(op, 0.0), now.operators.get(op, 0.0)
         if op in skip or before == after:
             continue
+        kind = int(op in _BOOKKEEPING)
         if after == 0:
-            lines.append((2e9 + before, f"{op} gone (was {_count_text(before)} call(s) per call)"))
+            lines.append(((kind, 0, -before), f"{op} gone (was {_count_text(before)} call(s) per call)"))
         elif before == 0:
-            lines.append((1e9 + after, f"{op} new ({_count_text(after)} call(s) per call)"))
+            lines.append(((kind, 1, -after), f"{op} new ({_count_text(after)} call(s) per call)"))
         else:
-            lines.append((abs(after - before), f"{op} calls per call {_count_text(before)} -> {_count_text(after)}"))
-    lines.sort(key=lambda pair: -pair[0])
+            change = f"{op} calls per call {_count_text(before)} -> {_count_text(after)}"
+            lines.append(((kind, 2, -abs(after - before)), change))
+    lines.sort(key=lambda pair: pair[0])
     return lines
 
 

@@ -121,23 +121,24 @@ class StructureStore:
         entries: dict[str, Any] = document["entries"]
         try:
             check_plain_json(entries, "entries")
+            self._parse(entries)  # every record valid, or nothing is read (and nothing is written over it)
         except Invalid as invalid:
             raise BaselineError(f"{path}: {invalid}") from None
         return entries
 
+    @staticmethod
+    def _parse(entries: Mapping[str, Any]) -> dict[tuple[str, str], Structure]:
+        records = {}
+        for test, metrics in entries.items():
+            if not isinstance(metrics, dict):
+                raise Invalid(f"entries[{test!r}]", "expected an object of metrics")
+            for metric, data in metrics.items():
+                records[(test, metric)] = Structure.from_json(data, f"entries[{test!r}][{metric!r}]")
+        return records
+
     def load(self, key: str, profile: str, world_size: int = 1) -> dict[tuple[str, str], Structure]:
         """The records of one file by (test, metric); empty when there is none. A bad one: ``BaselineError``."""
-        path = self.path_for(key, profile, world_size)
-        records = {}
-        for test, metrics in self._read(path, key, profile, world_size).items():
-            if not isinstance(metrics, dict):
-                raise BaselineError(f"{path}: entries[{test!r}]: expected an object of metrics")
-            for metric, data in metrics.items():
-                try:
-                    records[(test, metric)] = Structure.from_json(data, f"entries[{test!r}][{metric!r}]")
-                except Invalid as invalid:
-                    raise BaselineError(f"{path}: {invalid}") from None
-        return records
+        return self._parse(self._read(self.path_for(key, profile, world_size), key, profile, world_size))
 
     def update(self, key: str, profile: str, world_size: int, records: Iterable[tuple[str, str, Structure]]) -> Path:
         """Record the given (test, metric, record)s, keeping every other entry; nothing written if none."""
