@@ -58,7 +58,7 @@ def test_an_unwritable_baseline_folder_keeps_the_table_and_names_the_file(
     def refuse(path: Path, data: bytes) -> None:
         raise PermissionError(13, "Permission denied", str(path.parent / f".{path.name}.x.tmp"))
 
-    monkeypatch.setattr(baselines, "_write_atomically", refuse)
+    monkeypatch.setattr(baselines, "write_atomically", refuse)
     perf_pytester.makepyfile(test_small=TWO_TESTS)
     result = perf_pytester.runpytest_inprocess(
         "--device", "cpu", "--accel-update", "--accel-json", "r.json", *FAST_OPTIONS
