@@ -158,6 +158,11 @@ def main() -> None:
     )
     parser.add_argument("--baselines", type=Path, default=None, help="judge against (and --record into) this folder")
     parser.add_argument(
+        "--same-neighbour",
+        action="store_true",
+        help="beside runs have the standard neighbour (a second copy of the selected tests), not the whole suite",
+    )
+    parser.add_argument(
         "--calibrate", type=int, default=0, help="after recording, this many --accel-calibrate runs (the README's step)"
     )
     options = parser.parse_args()
@@ -185,7 +190,9 @@ def main() -> None:
             ("unchanged, a second perf suite beside it", options.busy, True, False),
             ("planted +25% attention, a second perf suite beside it", options.planted_busy, True, True),
         ]
-        neighbour = Neighbour(folder)
+        # The neighbour of the "beside" runs: a second perf suite, or with --same-neighbour the standard
+        # neighbour --accel-calibrate measures beside (a second copy of the run's own tests).
+        neighbour = Neighbour(folder, PATHS if options.same_neighbour else ("perf_tests",))
         try:
             for scenario, count, busy, planted in scenarios:
                 extra = (*chosen, *PLANT) if planted else chosen

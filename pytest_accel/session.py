@@ -27,10 +27,11 @@ from pytest_accel.engine.operators import trace_path
 from pytest_accel.engine.provenance import run_provenance
 from pytest_accel.engine.structure import structure_key
 from pytest_accel.fixture import OperatorPlan, StructurePlan, Throughput
-from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, run_history, state_history
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
 from pytest_accel.judgement.calibrate import StandardNeighbour, calibrate_entries
 from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process, inherited_options
 from pytest_accel.judgement.gate import Gate, GateMode
+from pytest_accel.judgement.recording import recorded_entries, stale_tests
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.options import AccelOptions
@@ -297,15 +298,7 @@ class AccelSession:
         if self.config.option.keyword or self.config.option.markexpr:
             raise pytest.UsageError("--accel-stale/--accel-prune judge what exists from what is collected: drop -k/-m")
         collected = {item.nodeid for item in session.items}
-        files = {nodeid.split("::", 1)[0] for nodeid in collected}
-        rootpath = self.config.rootpath
-
-        def stale(test: str) -> bool:
-            # Only judge entries whose file was collected or is gone: a partial run prunes nothing else.
-            path = test.split("::", 1)[0]
-            return test not in collected and (path in files or not (rootpath / path).exists())
-
-        tests = sorted({test for test, _ in self.baselines() if stale(test)})
+        tests = stale_tests((test for test, _ in self.baselines()), collected, self.config.rootpath)
         key = self.device().key()
         if options.prune and tests:
             keep = {test for test, _ in self.baselines() if test not in tests}
@@ -447,28 +440,13 @@ class AccelSession:
             return
         provenance_now = self.device().provenance()
         provenance = {**provenance_now, **run_provenance(self.config.rootpath, self.options.profile, self.world_size)}
-        previous = self.baselines()
-        entries = []
-        for r in measured:
-            earlier = previous.get((r.test, r.measurement.name))
-            entries.append(
-                BaselineEntry(
-                    test=r.test,
-                    metric=r.measurement.name,
-                    unit=r.measurement.unit,
-                    items_per_call=r.measurement.items_per_call,
-                    samples=r.measurement.samples,
-                    probe_samples=r.measurement.probe_samples,
-                    run_medians=run_history(earlier, r.measurement, provenance_now, self.options.reset_history),
-                    run_states=state_history(earlier, r.measurement, provenance_now, self.options.reset_history),
-                    peak_memory_bytes=r.measurement.peak_memory_bytes,
-                    # A tolerance someone set by hand in the baseline file survives a refresh.
-                    tolerance=None if earlier is None else earlier.tolerance,
-                    memory_tolerance=None if earlier is None else earlier.memory_tolerance,
-                    provenance=provenance,
-                    operators=r.measurement.operators,
-                )
-            )
+        entries = recorded_entries(
+            ((r.test, r.measurement) for r in measured),
+            self.baselines(),
+            provenance_now,
+            provenance,
+            self.options.reset_history,
+        )
         path = self.store.update(self.device().key(), self.options.profile, self.world_size, entries)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:

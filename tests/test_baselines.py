@@ -457,3 +457,13 @@ def test_prune_refuses_a_corrupt_file(store: BaselineStore) -> None:
     with pytest.raises(BaselineError, match="line 1, column 2"):
         store.prune(DEVICE, PROFILE, 1, set())
     assert path.read_bytes() == b"{"
+
+
+def test_stale_tests_are_those_of_collected_or_vanished_files_only(tmp_path: Path) -> None:
+    from pytest_accel.judgement.recording import stale_tests
+
+    (tmp_path / "kept.py").write_text("")
+    (tmp_path / "other.py").write_text("")
+    recorded = ["kept.py::test_a", "kept.py::test_gone", "other.py::test_b", "deleted.py::test_c"]
+    # other.py was not collected in this run (a -k elsewhere, a partial path): its entries are not judged.
+    assert stale_tests(recorded, {"kept.py::test_a"}, tmp_path) == ["deleted.py::test_c", "kept.py::test_gone"]

@@ -57,8 +57,9 @@ def structure_key(device: Device) -> str:
     """What decides a workload's structure: the device kind and what its dispatch depends on, and torch.
 
     CPU: the vector ISA torch dispatches kernels for (``torch.backends.cpu.get_cpu_capability``);
-    CUDA: the compute capability; HPU: the device model. Never the host generation: a new VM class of
-    the same ISA compares its structure from the first run.
+    CUDA: the GPU model (cuBLAS and cuDNN pick kernels by model: an H100 PCIe has fewer SMs than an
+    SXM); HPU: the Gaudi generation. Never the host generation: a new VM class of the same ISA, or a
+    new host with the same GPU, compares its structure from the first run.
     """
     import torch
 
@@ -66,8 +67,7 @@ def structure_key(device: Device) -> str:
     if kind == "cpu":
         capability = torch.backends.cpu.get_cpu_capability().lower()
     elif kind == "cuda":
-        major, minor = torch.cuda.get_device_capability(getattr(device, "index", 0))
-        capability = f"sm{major}{minor}"
+        capability = device.key().removeprefix("cuda-")
     else:
         capability = re.sub(r"[^a-z0-9]+", "", str(device.provenance().get("device_model", kind)).lower()) or kind
     version = re.sub(r"[^A-Za-z0-9.]+", "_", torch.__version__)

@@ -1,0 +1,59 @@
+"""What ``--accel-update`` and ``--accel-stale`` decide from a run: the entries to record, the entries gone stale.
+
+Pure: no torch, no pytest. The session hands in what the run measured and collected; the store
+(baselines.py) writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
+
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.judgement.baselines import BaselineEntry, run_history, state_history
+
+__all__ = ["recorded_entries", "stale_tests"]
+
+
+def recorded_entries(
+    measured: Iterable[tuple[str, Measurement]],
+    previous: Mapping[tuple[str, str], BaselineEntry],
+    provenance_now: Mapping[str, str],
+    provenance: Mapping[str, str],
+    reset: bool,
+) -> list[BaselineEntry]:
+    """One entry per (test, measurement): its figures, the recordings kept by ``run_history`` and
+    ``state_history``, and a tolerance someone set by hand in the previous entry (it survives a refresh)."""
+    entries = []
+    for test, m in measured:
+        earlier = previous.get((test, m.name))
+        entries.append(
+            BaselineEntry(
+                test=test,
+                metric=m.name,
+                unit=m.unit,
+                items_per_call=m.items_per_call,
+                samples=m.samples,
+                probe_samples=m.probe_samples,
+                run_medians=run_history(earlier, m, provenance_now, reset),
+                run_states=state_history(earlier, m, provenance_now, reset),
+                peak_memory_bytes=m.peak_memory_bytes,
+                tolerance=None if earlier is None else earlier.tolerance,
+                memory_tolerance=None if earlier is None else earlier.memory_tolerance,
+                provenance=provenance,
+                operators=m.operators,
+            )
+        )
+    return entries
+
+
+def stale_tests(recorded: Iterable[str], collected: Collection[str], rootpath: Path) -> list[str]:
+    """The recorded tests that no longer exist, sorted: only those whose file was collected or is gone
+    (a run of one file says nothing of the others)."""
+    files = {nodeid.split("::", 1)[0] for nodeid in collected}
+
+    def stale(test: str) -> bool:
+        path = test.split("::", 1)[0]
+        return test not in collected and (path in files or not (rootpath / path).exists())
+
+    return sorted({test for test in recorded if stale(test)})
