@@ -361,17 +361,3 @@ def test_a_slower_figure_on_a_shared_host_is_noisy_and_says_so() -> None:
     calm = judge_time(observation(0.01, shared), observation(0.01, runs=recorded), POLICY)
     assert calm.outcome is Outcome.UNCHANGED and "the host was shared" in calm.reason
 
-
-def test_page_fault_cost_is_judged_against_its_own_process_to_process_noise() -> None:
-    """Recordings saw the fresh mapping at 1.00-1.06x; a fresh process at 1.35x is within the 1.33x a
-    fault's cost moves between quiet processes; 1.6x is beyond it, by what exceeds that noise."""
-    from pytest_accel.judgement.state import PROBE_NOISE_FLOORS, state_shift
-
-    recorded = [{"compute": 1e-3, "fresh": 3e-3 * r} for r in (1.0, 1.03, 1.06)]
-    assert state_shift({"compute": 1e-3, "fresh": 3e-3 * 1.35}, recorded).slower == 0.0
-    beyond = state_shift({"compute": 1e-3, "fresh": 3e-3 * 1.6}, recorded)
-    expected = math.log(1.6 / 1.03) - math.log(1.06 / 1.03) - PROBE_NOISE_FLOORS["fresh"]
-    assert beyond.slower == pytest.approx(expected) and "freshly mapped memory" in beyond.why_slower
-    # The copy keeps the run's floor: 1.35x is a shift.
-    copies = [{"compute": 1e-3, "memory": 3e-3 * r} for r in (1.0, 1.03, 1.06)]
-    assert state_shift({"compute": 1e-3, "memory": 3e-3 * 1.35}, copies).slower > 0.1

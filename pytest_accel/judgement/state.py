@@ -18,7 +18,7 @@ from typing import final
 from pytest_accel.core.measurement import FOREIGN_CPU
 from pytest_accel.core.stats import median
 
-__all__ = ["CALIBRATED", "PROBE_NOISE_FLOORS", "StateShift", "host_shared", "neighbour_bound", "state_shift"]
+__all__ = ["CALIBRATED", "StateShift", "host_shared", "neighbour_bound", "state_shift"]
 
 
 def host_shared(now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], margin: float) -> str:
@@ -61,13 +61,6 @@ def neighbour_bound(
     )
 
 
-# A probe's own noise between processes where it exceeds the run's state noise floor (log scale).
-# "fresh": what a page fault costs moved between quiet processes of one host by 1.33x (the fresh
-# mapping over the matmul, 36.5-48.5 in six fresh processes, benchmarks/page_faults.py): three
-# recordings see part of that range, and a fresh-process confirmation that read 1.35x on a quiet
-# host vetoed a planted +20% slowdown (docs/sensitivity.md). log(48.5 / 36.5) = 0.28.
-PROBE_NOISE_FLOORS = {"fresh": 0.28}
-
 # What each state probe's time says, for reasons (see engine/machine.py's state_probes).
 _STATE_NAMES = {
     "memory": "a large memory copy",
@@ -100,8 +93,7 @@ def state_shift(
 
     For each probe beside ``compute``: its time relative to the reference kernel's, now, against
     the same relative time in each recording (centred on their median). Only the excess beyond the
-    recorded range, widened by ``noise_floor`` (the probes' own run-to-run noise; a probe noisier
-    than that between processes by its own ``PROBE_NOISE_FLOORS``), counts: the
+    recorded range, widened by ``noise_floor`` (the probes' own run-to-run noise), counts: the
     recordings' spread is already in the between-run error. Nothing to compare (no states on one
     side) is no shift.
     """
@@ -120,9 +112,8 @@ def state_shift(
             f"{_STATE_NAMES.get(name, name)} took {math.exp(relative):.2f}x as long, relative to the reference "
             f"kernel, as in the baseline's recordings (they spanned {math.exp(low):.2f}-{math.exp(high):.2f}x)"
         )
-        floor = max(noise_floor, PROBE_NOISE_FLOORS.get(name, 0.0))
-        if relative - high - floor > slower:
-            slower, why_slower = relative - high - floor, why
-        if low - floor - relative > faster:
-            faster, why_faster = low - floor - relative, why
+        if relative - high - noise_floor > slower:
+            slower, why_slower = relative - high - noise_floor, why
+        if low - noise_floor - relative > faster:
+            faster, why_faster = low - noise_floor - relative, why
     return StateShift(slower, faster, why_slower, why_faster)
