@@ -424,3 +424,10 @@ def test_the_blocks_own_device_sync_is_not_counted_as_the_workloads() -> None:
     synced = take_structure(waits, device, 0.05, CompileWatch(), "k")  # type: ignore[arg-type]
     assert synced.syncs == {"cudaDeviceSynchronize": 1.0}
     assert changes(quiet, synced)[0] == "host syncs per call 0 -> 1 (cudaDeviceSynchronize 0 -> 1)"
+
+
+def test_a_sync_unstable_on_one_side_is_compared_on_neither() -> None:
+    """A scalar read whose count varied between the two blocks of one run is not "141 -> 0" against a stable one."""
+    stable = Structure({"aten::item": 141, "aten::_local_scalar_dense": 141})
+    varied = Structure({"aten::item": 141, "aten::_local_scalar_dense": 141}, unstable=("aten::_local_scalar_dense",))
+    assert changes(stable, varied) == [] and changes(varied, stable) == []

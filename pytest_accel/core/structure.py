@@ -36,7 +36,7 @@ _BOOKKEEPING = frozenset(
     f"aten::{name}"
     for name in (
         "alias", "as_strided", "detach", "empty", "empty_like", "empty_strided", "expand", "lift_fresh",
-        "permute", "reshape", "resolve_conj", "resolve_neg", "select", "slice", "squeeze", "t", "to",
+        "permute", "reshape", "_reshape_alias", "resolve_conj", "resolve_neg", "select", "slice", "squeeze", "t", "to",
         "_to_copy", "transpose", "unsqueeze", "_unsafe_view", "view", "view_as",
     )
 )  # fmt: skip
@@ -173,7 +173,9 @@ def _operator_lines(then: Structure, now: Structure) -> list[tuple[tuple[int, in
 def _headline_lines(then: Structure, now: Structure) -> list[str]:
     """Syncs, compiled graphs, breaks, recompilations and device counters: the changes a reader looks for first."""
     lines = []
-    before, after = then.syncs, now.syncs
+    unstable = set(then.unstable) | set(now.unstable)  # unstable on either side: not compared on either
+    before = {op: n for op, n in then.syncs.items() if op not in unstable}
+    after = {op: n for op, n in now.syncs.items() if op not in unstable}
     if sum(before.values()) != sum(after.values()) or before.keys() != after.keys():
         moved = [op for op in sorted(set(before) | set(after)) if before.get(op, 0) != after.get(op, 0)]
         which = ", ".join(f"{op} {_count_text(before.get(op, 0))} -> {_count_text(after.get(op, 0))}" for op in moved)
