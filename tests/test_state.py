@@ -360,4 +360,3 @@ def test_a_slower_figure_on_a_shared_host_is_noisy_and_says_so() -> None:
     # and an unchanged figure on the shared host stays unchanged, saying the host was shared
     calm = judge_time(observation(0.01, shared), observation(0.01, runs=recorded), POLICY)
     assert calm.outcome is Outcome.UNCHANGED and "the host was shared" in calm.reason
-
