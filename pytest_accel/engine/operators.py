@@ -23,14 +23,23 @@ from pytest_accel.core.measurement import DEFAULT_METRIC
 from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.engine.devices.base import Device, DeviceUnavailable
 
-__all__ = ["PROFILE_SECONDS", "OperatorProfileError", "TraceError", "profile_calls", "profile_operators", "trace_path"]
+__all__ = [
+    "PROFILER_OWN",
+    "PROFILE_SECONDS",
+    "OperatorProfileError",
+    "TraceError",
+    "profile_calls",
+    "profile_operators",
+    "profiled",
+    "trace_path",
+]
 
 # Workload time one profile aims at: enough calls that a table per call is not one call's luck,
 # few enough that a long workload (a 2048-token generation) is profiled once.
 PROFILE_SECONDS = 0.5
 _MAX_CALLS = 10
 # Rows the profiler adds about itself, not the workload's.
-_PROFILER_OWN = ("Activity Buffer Request", "ProfilerStep", "[memory]")
+PROFILER_OWN = ("Activity Buffer Request", "ProfilerStep", "[memory]")
 # Longest test-id part of a trace's file name (file systems allow 255 bytes).
 _NAME_CHARS = 150
 
@@ -72,21 +81,11 @@ def _activities(device: Device) -> list[Any]:
         raise OperatorProfileError(str(error)) from None
 
 
-def profile_operators(
-    fn: Callable[[], Any], device: Device, seconds_per_call: float, trace: Path | None = None
-) -> OperatorProfile:
-    """Run ``fn`` (already warm) a few times under ``torch.profiler``; its complete operator table.
-
-    Operators are the host-side events (aten ops, runtime calls); each carries the device time of
-    the kernels it launched, so kernel rows themselves are left out (their names are templates
-    hundreds of characters long, and they would count the device time twice).
-    """
-    import torch
+def profiled(fn: Callable[[], Any], device: Device, calls: int, activities: list[Any]) -> tuple[Any, Any]:
+    """``calls`` calls of ``fn`` (each ending its step) under ``torch.profiler``, the device drained before
+    and inside: the profile and its ``key_averages()``. Shared with the structural record (engine/structure.py)."""
     from torch.profiler import profile
 
-    kind = device.kind
-    calls = profile_calls(seconds_per_call)
-    activities = _activities(device)
     device.synchronize()
     # The profiler warns about its own cycles and missing counters; a project that makes warnings
     # errors must not lose a regression's verdict to them.
@@ -98,10 +97,27 @@ def profile_operators(
                 device.mark_step()
             device.synchronize()
         averages = prof.key_averages()
+    return prof, averages
+
+
+def profile_operators(
+    fn: Callable[[], Any], device: Device, seconds_per_call: float, trace: Path | None = None
+) -> OperatorProfile:
+    """Run ``fn`` (already warm) a few times under ``torch.profiler``; its complete operator table.
+
+    Operators are the host-side events (aten ops, runtime calls); each carries the device time of
+    the kernels it launched, so kernel rows themselves are left out (their names are templates
+    hundreds of characters long, and they would count the device time twice).
+    """
+    import torch
+
+    kind = device.kind
+    calls = profile_calls(seconds_per_call)
+    prof, averages = profiled(fn, device, calls, _activities(device))
     host = torch.autograd.DeviceType.CPU  # type: ignore[attr-defined]  # public, not re-exported in the stubs
     events = []
     for event in averages:
-        if getattr(event, "device_type", host) != host or event.key.startswith(_PROFILER_OWN):
+        if getattr(event, "device_type", host) != host or event.key.startswith(PROFILER_OWN):
             continue
         device_us: Any = getattr(event, "self_device_time_total", None)
         if device_us is None:  # torch before 2.4 named it after CUDA

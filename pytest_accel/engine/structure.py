@@ -21,13 +21,13 @@ import math
 import os
 import re
 import sys
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
 from pytest_accel.core.structure import Structure, stable_counts
 from pytest_accel.engine.devices.base import Device
+from pytest_accel.engine.operators import PROFILER_OWN, profiled
 
 __all__ = ["BLOCK_SECONDS", "CompileWatch", "StructureError", "block_calls", "structure_key", "take_structure"]
 
@@ -38,8 +38,6 @@ _REGION = re.compile(r"^Torch-Compiled Region: \d+/\d+$")
 _GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph \S+ ##$")
 # What ``torch.cuda.synchronize`` shows as in a CUDA profile (**not yet run on a GPU**).
 _BLOCK_SYNC = "cudaDeviceSynchronize"
-# Rows the profiler adds about itself, not the workload's.
-_PROFILER_OWN = ("Activity Buffer Request", "ProfilerStep", "[memory]")
 
 
 class StructureError(Exception):
@@ -130,23 +128,13 @@ def _normalised(name: str) -> str:
 
 def _block(fn: Callable[[], Any], device: Device, calls: int, activities: list[Any]) -> tuple[dict[str, float], int]:
     """One profiled block: event name -> count (host and device events), and compiled regions run."""
-    from torch.profiler import profile
-
-    device.synchronize()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with profile(activities=activities) as prof:
-            for _ in range(calls):
-                fn()
-                device.mark_step()
-            device.synchronize()
-        averages = prof.key_averages()
+    _, averages = profiled(fn, device, calls, activities)
     # The block's own closing wait is not the workload's: one device-wide sync per block, taken off.
     counts: dict[str, float] = {_BLOCK_SYNC: -1.0} if device.kind == "cuda" else {}
     regions = 0
     for event in averages:
         name = event.key
-        if name.startswith(_PROFILER_OWN):
+        if name.startswith(PROFILER_OWN):
             continue
         if _REGION.match(name):
             regions += int(event.count)
