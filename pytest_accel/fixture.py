@@ -71,6 +71,8 @@ class StructurePlan:
 
     # (metric, record) -> the structural verdict and its failure message (None: it does not fail)
     judge: Callable[[str, Structure], tuple[StructureVerdict, str | None]] | None = None
+    # metric -> the record to compare with (None: none, or one is being recorded): one block when equal
+    expected: Callable[[str], Structure | None] = field(default=lambda metric: None)
     key: str = ""  # the structure key of this device (engine/structure.py's structure_key)
     only: bool = False  # --accel-structure-only: a short warm-up and the record, no timed rounds
     off: str = ""  # why no record is taken in this run ("" when one is)
@@ -278,7 +280,7 @@ class Throughput:
         if plan is None or plan.judge is None:
             return record, failure
         try:
-            now = take_structure(fn, self._device, seconds_per_call, plan.watch, plan.key)
+            now = take_structure(fn, self._device, seconds_per_call, plan.watch, plan.key, plan.expected(name))
         except Exception as error:  # the time verdict stands; say why there is no structural one
             note = f"structure: not taken: {type(error).__name__}: {error}"
             warnings.warn(AccelAdvice(f"{name}: {note}"), stacklevel=4)

@@ -166,6 +166,7 @@ class AccelSession:
         gate = self.structure_gate()
         return StructurePlan(
             judge=lambda metric, now: gate.judge(test, metric, now, policy),
+            expected=lambda metric: gate.expected(test, metric),
             key=self._structure_key or "",
             only=self.options.structure_only,
         )

@@ -217,6 +217,36 @@ def test_an_operator_that_runs_every_other_call_is_unstable() -> None:
     assert "aten::sum" in structure.unstable
 
 
+def test_a_record_equal_to_the_stored_one_takes_one_block_and_a_change_two() -> None:
+    device, q = make_device("cpu"), torch.randn(1, 2, 16, 8)
+    calls = {"n": 0}
+
+    def attention() -> torch.Tensor:
+        calls["n"] += 1
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q)
+
+    stored = take_structure(attention, device, 0.05, CompileWatch(), "k")
+    assert calls["n"] == 4  # two blocks of two: nothing to compare with
+    calls["n"] = 0
+    same = take_structure(attention, device, 0.05, CompileWatch(), "k", expected=stored)
+    assert calls["n"] == 2 and changes(stored, same) == []
+    calls["n"] = 0
+    other = Structure(operators={**stored.operators, FLASH: 2.0}, key="k", unstable=("aten::empty",))
+    changed = take_structure(attention, device, 0.05, CompileWatch(), "k", expected=other)
+    assert calls["n"] == 4 and changes(other, changed) == [f"{FLASH} calls per call 2 -> 1"]
+
+
+def test_raw_event_counts_match_the_profilers_averages() -> None:
+    """The fast count reads what key_averages() counts, except that an operator calling itself (``sum``
+    calls its ``dim`` overload) is two calls, where the averages fold the inner one into the outer."""
+    from pytest_accel.engine.operators import event_counts, profiled
+
+    device, lin, x = make_device("cpu"), torch.nn.Linear(8, 8), torch.randn(4, 8)
+    prof = profiled(lambda: torch.relu(lin(x)).sum(), device, 3, device.profiler_activities())
+    averages = {(event.key, "CPU"): int(event.count) for event in prof.key_averages()}
+    assert event_counts(prof) == {**averages, ("aten::sum", "CPU"): 6} and averages[("aten::sum", "CPU")] == 3
+
+
 def test_a_graph_break_is_seen_with_its_reason_and_place() -> None:
     def body(x: torch.Tensor) -> torch.Tensor:
         y = x * 2

@@ -28,6 +28,7 @@ __all__ = [
     "PROFILE_SECONDS",
     "OperatorProfileError",
     "TraceError",
+    "event_counts",
     "profile_calls",
     "profile_operators",
     "profiled",
@@ -81,9 +82,9 @@ def _activities(device: Device) -> list[Any]:
         raise OperatorProfileError(str(error)) from None
 
 
-def profiled(fn: Callable[[], Any], device: Device, calls: int, activities: list[Any]) -> tuple[Any, Any]:
+def profiled(fn: Callable[[], Any], device: Device, calls: int, activities: list[Any]) -> Any:
     """``calls`` calls of ``fn`` (each ending its step) under ``torch.profiler``, the device drained before
-    and inside: the profile and its ``key_averages()``. Shared with the structural record (engine/structure.py)."""
+    and inside: the profile. Shared with the structural record (engine/structure.py)."""
     from torch.profiler import profile
 
     device.synchronize()
@@ -96,8 +97,45 @@ def profiled(fn: Callable[[], Any], device: Device, calls: int, activities: list
                 fn()
                 device.mark_step()
             device.synchronize()
-        averages = prof.key_averages()
-    return prof, averages
+    return prof
+
+
+def event_counts(prof: Any) -> dict[tuple[str, str], int]:
+    """(event name, device type) -> events in a profile, read from the profiler's raw events.
+
+    What ``key_averages()`` counts, without building its event tree: on a workload of 44,000
+    operators that tree took 2.9 s, this count 0.04 s (docs/studies/structure/README.md). The
+    raw events are the profiler's internals; where they are not there (another torch), the
+    averages are counted instead.
+    """
+    try:
+        from torch.autograd import profiler_util
+
+        left_out: Any = profiler_util._filter_name
+        renamed: Any = profiler_util._rewrite_name
+        events = prof.profiler.kineto_results.events()
+    except (AttributeError, ImportError):
+        events = None
+    counts: dict[tuple[str, str], int] = {}
+    if events is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for average in prof.key_averages():
+                key = (average.key, _device_name(getattr(average, "device_type", "")))
+                counts[key] = counts.get(key, 0) + int(average.count)
+        return counts
+    for event in events:
+        name = event.name()
+        if left_out(name) or getattr(event, "is_hidden_event", lambda: False)():
+            continue  # what key_averages() leaves out
+        key = (renamed(name=name, with_wildcard=True), _device_name(event.device_type()))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _device_name(device_type: Any) -> str:
+    """'CPU', 'CUDA', ... for a profiler event's device type ('' where it has none)."""
+    return str(device_type).rsplit(".", 1)[-1]
 
 
 def profile_operators(
@@ -113,7 +151,10 @@ def profile_operators(
 
     kind = device.kind
     calls = profile_calls(seconds_per_call)
-    prof, averages = profiled(fn, device, calls, _activities(device))
+    prof = profiled(fn, device, calls, _activities(device))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        averages = prof.key_averages()
     host = torch.autograd.DeviceType.CPU  # type: ignore[attr-defined]  # public, not re-exported in the stubs
     events = []
     for event in averages:

@@ -3,7 +3,8 @@
 Never on the hot path: the fixture takes it after the timed rounds (or, with
 ``--accel-structure-only``, after a short warm-up instead of them). Two profiled blocks of the same
 number of calls: an operator whose count per call differs between them is marked unstable, so what
-is compared is what every call of the workload runs.
+is compared is what every call of the workload runs. When a stored record is given and the first
+block equals it, the second is not taken (it could only tell an unstable count from a change).
 
 Compiled code: when dynamo is loaded, ``CompileWatch.start`` resets it at the start of the test
 (``torch._dynamo.reset``: "as if you had started a fresh process"), so a test compiles the same
@@ -25,9 +26,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from pytest_accel.core.structure import Structure, stable_counts
+from pytest_accel.core.structure import Structure, changes, stable_counts
 from pytest_accel.engine.devices.base import Device
-from pytest_accel.engine.operators import PROFILER_OWN, profiled
+from pytest_accel.engine.operators import PROFILER_OWN, event_counts, profiled
 
 __all__ = ["BLOCK_SECONDS", "CompileWatch", "StructureError", "block_calls", "structure_key", "take_structure"]
 
@@ -128,49 +129,76 @@ def _normalised(name: str) -> str:
 
 def _block(fn: Callable[[], Any], device: Device, calls: int, activities: list[Any]) -> tuple[dict[str, float], int]:
     """One profiled block: event name -> count (host and device events), and compiled regions run."""
-    _, averages = profiled(fn, device, calls, activities)
+    events = event_counts(profiled(fn, device, calls, activities))
     # The block's own closing wait is not the workload's: one device-wide sync per block, taken off.
     counts: dict[str, float] = {_BLOCK_SYNC: -1.0} if device.kind == "cuda" else {}
     regions = 0
-    for event in averages:
-        name = event.key
+    for (name, kind), count in events.items():
         if name.startswith(PROFILER_OWN):
             continue
         if _REGION.match(name):
-            regions += int(event.count)
+            if kind in ("", "CPU"):  # the host's annotation; a device's copy of it is not another run
+                regions += count
             continue
-        kind = str(getattr(event, "device_type", "")).rsplit(".", 1)[-1]
         key = _normalised(name) if kind in ("", "CPU") else f"[{kind.lower()} kernel] {name}"
-        counts[key] = counts.get(key, 0.0) + float(event.count)
+        counts[key] = counts.get(key, 0.0) + float(count)
     return {name: n for name, n in counts.items() if n > 0}, regions
 
 
 def take_structure(
-    fn: Callable[[], Any], device: Device, seconds_per_call: float, watch: CompileWatch, key: str
+    fn: Callable[[], Any],
+    device: Device,
+    seconds_per_call: float,
+    watch: CompileWatch,
+    key: str,
+    expected: Structure | None = None,
 ) -> Structure:
-    """Profile two blocks of ``fn`` (already warm); its structural record. Raises ``StructureError``."""
+    """Profile ``fn`` (already warm); its structural record. Raises ``StructureError``.
+
+    One block when ``expected`` (the stored record) is given and the block equals it: what ran is
+    unchanged, and the stored record's unstable operators stay uncompared. Otherwise (no record, a
+    recording, or a difference) a second block, so that an operator whose count moves from block
+    to block is told apart from one that changed, and is never compared.
+    """
     try:
         activities = device.profiler_activities()
     except Exception as error:
         raise StructureError(f"no profiler for {device.kind}: {error}") from None
     calls = block_calls(seconds_per_call)
     before = device.structure_counters()
-    first, regions_first = _block(fn, device, calls, activities)
-    second, regions_second = _block(fn, device, calls, activities)
-    after = device.structure_counters()
+    blocks = [_block(fn, device, calls, activities)]
+    if expected is not None:
+        alone = _record(blocks, calls, watch, key, before, device.structure_counters(), expected.unstable)
+        if not changes(expected, alone):
+            return alone
+    blocks.append(_block(fn, device, calls, activities))
+    return _record(blocks, calls, watch, key, before, device.structure_counters(), ())
+
+
+def _record(
+    blocks: list[tuple[dict[str, float], int]],
+    calls: int,
+    watch: CompileWatch,
+    key: str,
+    before: Mapping[str, float],
+    after: Mapping[str, float],
+    unstable: tuple[str, ...],
+) -> Structure:
+    """The record of the profiled blocks; ``unstable`` adds the operators not to compare (a stored record's)."""
     # A workload that runs no torch operation (pure Python) has an empty record: that is what it runs.
-    operators, unstable = stable_counts([first, second], calls)
-    if regions_first != regions_second:
-        unstable = (*unstable, "compiled graphs")
+    operators, moved = stable_counts([counts for counts, _ in blocks], calls)
+    regions = [n for _, n in blocks]
+    if len(set(regions)) > 1:
+        moved = (*moved, "compiled graphs")
     compiles, recompilations, breaks = watch.read() if watch.started else (0, 0, ())
-    extra = {name: (after[name] - before.get(name, 0.0)) / (2 * calls) for name in after}
+    extra = {name: (after[name] - before.get(name, 0.0)) / (len(blocks) * calls) for name in after}
     return Structure(
         operators=operators,
-        graphs=max(regions_first, regions_second) / calls,
+        graphs=max(regions) / calls,
         compiles=compiles,
         recompilations=recompilations,
         breaks=breaks,
-        unstable=unstable,
+        unstable=tuple(dict.fromkeys((*unstable, *moved))),
         key=key,
         calls=calls,
         extra={f"{name} per call": value for name, value in extra.items()},

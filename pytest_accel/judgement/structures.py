@@ -172,6 +172,10 @@ class StructureGate:
         self._update = update
         self.taken: list[tuple[str, str, Structure]] = []
 
+    def expected(self, test: str, metric: str) -> Structure | None:
+        """The stored record ``now`` will be judged against; None when there is none or records are being taken."""
+        return None if self._update else self._stored().get((test, metric))
+
     def judge(self, test: str, metric: str, now: Structure, policy: str) -> tuple[StructureVerdict, str | None]:
         """The verdict of one record and its failure message (None unless the change fails the test)."""
         self.taken.append((test, metric, now))
