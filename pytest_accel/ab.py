@@ -1,10 +1,12 @@
-"""``pytest-accel ab``: two builds measured in one sitting, as alternating fresh pytest processes.
+"""``pytest-accel ab``: two builds measured in one sitting, as alternating pytest runs.
 
 The base is a git revision checked out into a temporary worktree (or, with ``--base-python``, the
 same tree run by another Python environment); the head is the working tree as it is, dirty or
-not, or ``--head REV``. Each pair runs the same pytest selection once per side, in ABBA order, each
-process writing its ``--accel-json`` against an empty baseline folder, so no stored baseline
-judges anything: ``judgement.paired`` compares the two sides, pair by pair, and says when to stop.
+not, or ``--head REV``. Each pair runs the same pytest selection once per side, in ABBA order. A
+side runs in its own process (abworker.py), a fresh one every ``reuse`` runs: process start and
+imports are paid once per process, and both sides are as warm at every pair. Each run writes its
+``--accel-json`` against an empty baseline folder, so no stored baseline judges anything:
+``judgement.paired`` compares the two sides, pair by pair, and says when to stop.
 
 Exit codes compose with ``git bisect run``: 0 no regression, 1 a regression, 125 inconclusive (or
 the head could not be measured: bisect skips that commit), 2 bad input or a base that cannot be
@@ -69,6 +71,7 @@ class ABSettings:
     markdown: Path | None = None
     cwd: Path = field(default_factory=Path.cwd)
     operators: bool = True  # profile each regressed test once more per side and diff (Sitting.explain)
+    reuse: int = 5  # runs per side's worker process before a fresh one (1: a new process every run)
 
 
 @final
@@ -188,26 +191,19 @@ def _tail(log: Path) -> str:
     return "\n".join("    " + line for line in lines[-LOG_TAIL_LINES:])
 
 
-def run_process(side: Side, args: Sequence[str], result: Path, log: Path, empty_baselines: Path) -> ProcessRun:
-    """One pytest process of one side; its process group is killed on any way out but its own end."""
+def _arguments(args: Sequence[str], result: Path, empty_baselines: Path) -> list[str]:
+    """A side's pytest arguments: the user's, then where its results go and an empty baseline folder."""
     # One argument each, "--option=path": pytest picks the rootdir before plugins declare their
     # options, so a path given as a separate argument counts as a test path and, lying in the
     # scratch folder, would move a config-less tree's rootdir (and its test ids) to a common parent.
-    command = [
-        side.python, "-m", "pytest", *args,
-        f"--accel-json={result}", f"--accel-baselines={empty_baselines}", "--accel-structure=off",
+    return [
+        *args, f"--accel-json={result}", f"--accel-baselines={empty_baselines}", "--accel-structure=off",
         "-p", "no:cacheprovider", "-rfE",
     ]  # fmt: skip
-    started = time.monotonic()
-    with log.open("w", encoding="utf-8") as sink:
-        child = subprocess.Popen(
-            command, cwd=side.cwd, env=_environment(side), stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            returncode = child.wait()
-        finally:
-            if child.poll() is None:
-                _kill_group(child)
+
+
+def _finished(side: Side, returncode: int, result: Path, log: Path, started: float) -> ProcessRun:
+    """What one run of a side left: its exit code, the tests it failed, its result file."""
     failed = frozenset(
         match.group(2)
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -220,6 +216,80 @@ def run_process(side: Side, args: Sequence[str], result: Path, log: Path, empty_
         except ResultsError as error:
             raise ABError(f"{side.name}: {error}", EXIT_USAGE if side.name == "base" else EXIT_INCONCLUSIVE) from None
     return ProcessRun(returncode, results, failed, log, time.monotonic() - started)
+
+
+def run_process(side: Side, args: Sequence[str], result: Path, log: Path, empty_baselines: Path) -> ProcessRun:
+    """One pytest process of one side; its process group is killed on any way out but its own end."""
+    command = [side.python, "-m", "pytest", *_arguments(args, result, empty_baselines)]
+    started = time.monotonic()
+    with log.open("w", encoding="utf-8") as sink:
+        child = subprocess.Popen(
+            command, cwd=side.cwd, env=_environment(side), stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            returncode = child.wait()
+        finally:
+            if child.poll() is None:
+                _kill_group(child)
+    return _finished(side, returncode, result, log, started)
+
+
+# The worker's source, run with ``python -c``: see abworker.py for why it is not ``-m``.
+_WORKER_SOURCE = Path(__file__).with_name("abworker.py").read_text(encoding="utf-8")
+
+
+@final
+class Worker:
+    """A side's pytest process kept for several runs (abworker.py); killed with its group on close."""
+
+    def __init__(self, side: Side, log: Path) -> None:
+        self.side, self.log, self.runs = side, log, 0
+        with log.open("w", encoding="utf-8") as sink:  # what the worker says outside any run
+            self.child = subprocess.Popen(
+                [side.python, "-c", _WORKER_SOURCE],
+                cwd=side.cwd,
+                env=_environment(side),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=sink,
+                text=True,
+                start_new_session=True,
+            )
+
+    @property
+    def alive(self) -> bool:
+        return self.child.poll() is None
+
+    def run(self, args: Sequence[str], result: Path, log: Path, empty_baselines: Path) -> ProcessRun:
+        """One run of the selection in this process; a worker that died answers with its exit code."""
+        started = time.monotonic()
+        self.runs += 1
+        assert self.child.stdin is not None and self.child.stdout is not None
+        request = {"args": _arguments(args, result, empty_baselines), "log": str(log)}
+        try:
+            self.child.stdin.write(json.dumps(request) + "\n")
+            self.child.stdin.flush()
+            answer = self.child.stdout.readline()
+        except (BrokenPipeError, OSError):
+            answer = ""
+        if answer:
+            returncode = int(json.loads(answer)["returncode"])
+        else:  # the process ended: what it said outside a run goes into this run's log
+            returncode = self.child.wait() or 3
+            with log.open("a", encoding="utf-8") as sink:
+                sink.write(self.log.read_text(encoding="utf-8", errors="replace"))
+        return _finished(self.side, returncode, result, log, started)
+
+    def close(self) -> None:
+        """End of stdin ends the worker; one that does not end within 10 s is killed, group and all."""
+        with contextlib.suppress(OSError):
+            if self.child.stdin is not None:
+                self.child.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.child.wait(10.0)
+        _kill_group(self.child)  # also what the runs left behind in its group
+        if self.child.stdout is not None:
+            self.child.stdout.close()
 
 
 def _kill_group(child: subprocess.Popen[Any]) -> None:
@@ -304,6 +374,8 @@ class Sitting:
         self.pairs = 0
         self.started = time.monotonic()
         self.stop_reason = ""
+        self.workers: dict[str, Worker] = {}
+        self.spawned = {"base": 0, "head": 0}
         (scratch / "empty-baselines").mkdir(parents=True, exist_ok=True)
         (scratch / "runs").mkdir(parents=True, exist_ok=True)
 
@@ -315,13 +387,33 @@ class Sitting:
             )  # fmt: skip
         return [argument for test, done in sorted(tests.items()) if done for argument in ("--deselect", test)]
 
+    def _worker(self, name: str) -> Worker:
+        """The side's worker, a new one after ``reuse`` runs (or when the last one died)."""
+        worker = self.workers.get(name)
+        if worker is not None and (worker.runs >= self.settings.reuse or not worker.alive):
+            worker.close()
+            worker = None
+        if worker is None:
+            self.spawned[name] += 1
+            log = self.scratch / "runs" / f"{name}-worker-{self.spawned[name]:02d}.log"
+            worker = self.workers[name] = Worker(self.sides[name], log)
+        return worker
+
+    def close(self) -> None:
+        """End every worker (and whatever its runs left in its process group)."""
+        for worker in self.workers.values():
+            worker.close()
+        self.workers.clear()
+
     def _run(self, name: str) -> ProcessRun:
         side, index = self.sides[name], len(self.runs[name]) + 1
         result = self.scratch / "runs" / f"{name}-{index:02d}.json"
         log = self.scratch / "runs" / f"{name}-{index:02d}.log"
-        run = run_process(
-            side, [*self.settings.pytest_args, *self._deselected()], result, log, self.scratch / "empty-baselines"
-        )
+        args, empty = [*self.settings.pytest_args, *self._deselected()], self.scratch / "empty-baselines"
+        if self.settings.reuse > 1:
+            run = self._worker(name).run(args, result, log, empty)
+        else:
+            run = run_process(side, args, result, log, empty)
         _usable(run, side)
         self.runs[name].append(run)
         if index == 1 and (found := _ROOTDIR.search(log.read_text(encoding="utf-8", errors="replace"))):
@@ -575,11 +667,14 @@ def run_ab(settings: ABSettings) -> int:
         sitting = Sitting(settings, base, head, settings.out)
         try:
             sitting.run(_progress)
+            sitting.close()
             if settings.operators:
                 sitting.explain()
         except KeyboardInterrupt:
             print("pytest-accel ab: interrupted; worktrees removed, child processes stopped", file=sys.stderr)
             return EXIT_INTERRUPTED
+        finally:
+            sitting.close()
         code = sitting.exit_code()
         print(write_outputs(sitting, code))
         print(f"results: {settings.out}/comparison.json, base.json, head.json", file=sys.stderr)

@@ -188,13 +188,15 @@ def cmd_baselines(options: argparse.Namespace) -> int:
 
 
 def cmd_ab(options: argparse.Namespace) -> int:
-    """Base and head as alternating fresh pytest processes, paired, until the answer is clear."""
+    """Base and head as alternating pytest runs, paired, until the answer is clear."""
     try:
         plan = SequentialPlan(options.tolerance, options.alpha, options.min_pairs, options.max_pairs)
     except ValueError as error:
         raise ABError(str(error)) from None
     if not (math.isfinite(options.max_minutes) and options.max_minutes > 0):
         raise ABError(f"--max-minutes must be a positive number, got {options.max_minutes}")
+    if options.reuse < 1:
+        raise ABError(f"--reuse must be at least 1 (a fresh process every run), got {options.reuse}")
     settings = ABSettings(
         pytest_args=tuple(options.pytest_args),
         base=options.base,
@@ -205,6 +207,7 @@ def cmd_ab(options: argparse.Namespace) -> int:
         out=options.out,
         markdown=options.markdown,
         operators=not options.no_operators,
+        reuse=options.reuse,
     )
 
     def stop(signum: int, frame: object) -> None:  # a cancelled CI job ends like Ctrl-C: nothing left behind
@@ -257,7 +260,8 @@ def _parser() -> argparse.ArgumentParser:
     ab = commands.add_parser(
         "ab",
         help="compare two builds in one sitting (exit 0 no regression, 1 regression, 125 inconclusive)",
-        description="Runs the pytest selection after -- in both builds as alternating fresh processes (ABBA), "
+        description="Runs the pytest selection after -- in both builds, alternately (ABBA), each side in a "
+        "process renewed every --reuse runs, "
         "pairs their figures, and stops when every test is clearly regressed, improved or unchanged, "
         "or the budget ends. Composes with git bisect run.",
     )
@@ -271,6 +275,13 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--max-minutes", type=float, default=15.0, help="wall-time budget; no pair starts past it (15)")
     ab.add_argument("--out", type=Path, default=Path(".pytest-accel-ab"), help="folder for results (.pytest-accel-ab)")
     ab.add_argument("--markdown", type=Path, help="also write the table here (a CI job page)")
+    ab.add_argument(
+        "--reuse",
+        type=int,
+        default=5,
+        help="runs of the selection per side's process before a fresh one: imports are paid once per process"
+        " (5; 1: a fresh process every run)",
+    )
     ab.add_argument(
         "--no-operators",
         action="store_true",

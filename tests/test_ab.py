@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_accel.ab import Side, Worker
+
 # A workload whose cost the commit decides: SLOW repeats the work (3x: clear at the first look).
 KERNEL = "SLOW = {slow}\n\ndef work():\n    return sum(range(2000 * SLOW))\n"
 TEST = """
@@ -155,12 +157,58 @@ def test_an_unknown_revision_is_a_usage_error(repo: Path) -> None:
     assert_nothing_left(repo)
 
 
+WORKER_TESTS = """
+import os
+
+def test_pid():
+    print("pid", os.getpid())
+
+def test_fails():
+    assert False
+"""
+
+
+def test_a_worker_runs_the_selection_again_in_the_same_process(tmp_path: Path) -> None:
+    (tmp_path / "test_w.py").write_text(WORKER_TESTS)
+    side = Side("head", "tree", "", tmp_path, tmp_path, sys.executable)
+    worker = Worker(side, tmp_path / "worker.log")
+    try:
+        runs = [
+            worker.run(["test_w.py", "-s"], tmp_path / f"r{i}.json", tmp_path / f"r{i}.log", tmp_path / "empty")
+            for i in range(2)
+        ]
+        pid = worker.child.pid
+    finally:
+        worker.close()
+    assert [run.returncode for run in runs] == [1, 1] and worker.runs == 2
+    assert all(run.failed == {"test_w.py::test_fails"} for run in runs)
+    assert all(f"pid {pid}" in run.log.read_text() and "1 failed, 1 passed" in run.log.read_text() for run in runs)
+    assert worker.child.poll() is not None  # closed: the process has ended
+
+
+def test_a_worker_that_dies_or_cannot_start_answers_with_its_exit_code_and_its_words(tmp_path: Path) -> None:
+    (tmp_path / "test_die.py").write_text(
+        "import os\n\ndef test_die():\n    print('bye', flush=True)\n    os._exit(7)\n"
+    )
+    no_pytest = tmp_path / "python"
+    no_pytest.write_text("#!/bin/sh\necho 'no pytest here' >&2\nexit 5\n")
+    no_pytest.chmod(0o755)
+    for python, code, words in ((sys.executable, 7, "bye"), (str(no_pytest), 5, "no pytest here")):
+        worker = Worker(Side("base", "tree", "", tmp_path, tmp_path, python), tmp_path / "worker.log")
+        try:
+            run = worker.run(["test_die.py", "-s"], tmp_path / "r.json", tmp_path / "r.log", tmp_path / "empty")
+            assert run.returncode == code and not worker.alive and words in run.log.read_text()
+        finally:
+            worker.close()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--max-pairs", "2"], "max_pairs (2) is below min_pairs (3)"),
         (["--tolerance", "0"], "tolerance must be a positive number"),
         (["--max-minutes", "-1"], "--max-minutes must be a positive number"),
+        (["--reuse", "0"], "--reuse must be at least 1"),
         (["--base-python", sys.executable], "exactly one of --base REV and --base-python"),
         (["--", "--accel-update"], "never updates baselines"),
     ],

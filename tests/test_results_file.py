@@ -160,3 +160,20 @@ def test_any_corruption_is_refused_or_read_as_a_valid_measurement(
     assert all(SECONDS_RANGE[0] <= s <= SECONDS_RANGE[1] for s in measurement.samples)
     assert len(measurement.probe_samples) in (0, len(measurement.samples))
     assert isinstance(measurement.unit, str) and measurement.unit
+
+
+def test_a_run_that_measured_nothing_reads_as_an_empty_file(tmp_path: Path) -> None:
+    """What the plugin writes when no test measured (no device was made: its key is null)."""
+    path = tmp_path / "empty.json"
+    path.write_text(
+        json.dumps(
+            results_document([], device_kind="auto", device_key=None, provenance={}, profile="smoke", world_size=1)
+        )
+    )
+    read = load_results(path)
+    assert read.measurements == {} and read.device_key == ""
+    document = json.loads(path.read_text())
+    document["results"] = [{"test": "t"}]  # a null key with results is still refused
+    path.write_text(json.dumps(document))
+    with pytest.raises(ResultsError, match="string 'key'"):
+        load_results(path)

@@ -136,7 +136,9 @@ def load_results(path: Path) -> ResultFile:
             f"{path}: written by a newer pytest-accel (schema {schema}; this one reads {RESULTS_SCHEMA})"
         )
     device = document.get("device")
-    if not isinstance(device, dict) or not isinstance(device.get("key"), str):
+    # A run that measured nothing never made a device: its key is null, and so is nothing to read.
+    nothing = isinstance(device, dict) and device.get("key") is None and document.get("results") == []
+    if not isinstance(device, dict) or not (isinstance(device.get("key"), str) or nothing):
         raise ResultsError(f"{path}: 'device' must be an object with a string 'key'")
     measurements: dict[tuple[str, str], Measurement] = {}
     verdicts: dict[tuple[str, str], VerdictRecord | None] = {}
@@ -149,7 +151,8 @@ def load_results(path: Path) -> ResultFile:
         for name in ("profile", "date"):
             if not isinstance(document.get(name, ""), str):
                 raise Invalid(name, f"expected a string, got {show(document[name])}")
-        text_of(device["key"], "device['key']")
+        if not nothing:
+            text_of(device["key"], "device['key']")
     except Invalid as invalid:
         raise ResultsError(f"{path}: {invalid}") from None
     for index, entry in enumerate(results):
@@ -165,7 +168,7 @@ def load_results(path: Path) -> ResultFile:
         verdicts[key] = verdict
     return ResultFile(
         path=path,
-        device_key=device["key"],
+        device_key=device["key"] or "",
         profile=str(document.get("profile", "")),
         date=str(document.get("date", "")),
         provenance=provenance,
