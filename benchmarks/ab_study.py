@@ -3,6 +3,7 @@
     python benchmarks/ab_study.py record --pairs 40 --out docs/ab-aa-pairs.json      # A/A pairs
     python benchmarks/ab_study.py simulate docs/ab-aa-pairs.json                      # the rule on them
     python benchmarks/ab_study.py live --runs 4 --out docs/ab-live-raw.json           # real sittings
+    python benchmarks/ab_study.py live --tests 8 --runs 1 --out pr-raw.json           # the PR selection
 
 A scratch git repository holds the three kernels of ``benchmarks/sensitivity.py`` (SDPA at the SD3
 smoke shape, an MLP, a conv) as perf tests. Commit ``c0`` is the base; commit ``c1`` makes every
@@ -18,7 +19,9 @@ the machine's drift, as a slower kernel's would).
   "regressed"), 10% and 25% slowdown; the outcome rates and the pairs each verdict took.
 - ``live``: real ``pytest-accel ab`` sittings with the default plan, A/A and 10% slower, quiet and
   beside the neighbour; verdicts, pairs and wall time to the verdict. ``--tests 1`` selects only
-  the SDPA kernel (one test: the issue's time target).
+  the SDPA kernel (one test); ``--tests 8`` the PR workflow's selection (the 8 forward SDPA kernels
+  of a copy of ``perf_tests``; c1 makes every SDPA call 10% slower), ``--scenarios`` picks A/A or
+  the slowdown, ``--ab-args`` passes options such as ``--reuse 1``.
 Not a test: it takes tens of minutes.
 """
 
@@ -28,6 +31,7 @@ import argparse
 import json
 import math
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,7 +39,7 @@ import threading
 import time
 from pathlib import Path
 
-from neighbour import Neighbour
+from neighbour import ROOT, Neighbour
 from sensitivity import TEST_FILE
 
 from pytest_accel.judgement.paired import PairedOutcome, SequentialPlan, judge_pairs
@@ -59,6 +63,48 @@ def make_repo(folder: Path) -> None:
     _git(folder, "-c", "user.name=study", "-c", "user.email=study@localhost", "commit", "-qm", "c0")
     _git(folder, "tag", "c0")
     (folder / "slowdown.py").write_text("SLOWDOWN = 0.10\n")
+    _git(folder, "-c", "user.name=study", "-c", "user.email=study@localhost", "commit", "-qam", "c1")
+    _git(folder, "tag", "c1")
+    _git(folder, "checkout", "-q", "c0")
+
+
+# The PR workflow's own selection: the 8 forward SDPA kernels of the suite.
+PR_ARGS = ["perf_tests/test_attention.py", "-k", "sdpa and not backward", "--device", "cpu", "-q", "-o",
+           "filterwarnings="]  # fmt: skip
+# c1 of the PR repository: every SDPA call 10% slower (a same-thread spin proportional to the call's time).
+PLANT = """
+
+# Planted by benchmarks/ab_study.py: a tenth more attention work per call.
+import time as _time
+
+import torch.nn.functional as _F
+
+_sdpa = _F.scaled_dot_product_attention
+
+
+def _slower(*args, **kwargs):
+    start = _time.perf_counter()
+    out = _sdpa(*args, **kwargs)
+    until = _time.perf_counter() + (_time.perf_counter() - start) * 0.10
+    while _time.perf_counter() < until:
+        pass
+    return out
+
+
+_F.scaled_dot_product_attention = _slower
+"""
+
+
+def make_pr_repo(folder: Path) -> None:
+    """c0: a copy of this project's perf suite; c1: the same with every SDPA call 10% slower."""
+    _git(folder, "init", "-q")
+    shutil.copytree(ROOT / "perf_tests", folder / "perf_tests", ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "pytest.ini").write_text("[pytest]\npythonpath = perf_tests\n")
+    _git(folder, "add", "-A")
+    _git(folder, "-c", "user.name=study", "-c", "user.email=study@localhost", "commit", "-qm", "c0")
+    _git(folder, "tag", "c0")
+    with (folder / "perf_tests" / "conftest.py").open("a") as conftest:
+        conftest.write(PLANT)
     _git(folder, "-c", "user.name=study", "-c", "user.email=study@localhost", "commit", "-qam", "c1")
     _git(folder, "tag", "c1")
     _git(folder, "checkout", "-q", "c0")
@@ -93,7 +139,7 @@ class Beside:
 
 def sitting(folder: Path, head: str, extra: list[str], tests: int) -> dict[str, object]:
     """One ``pytest-accel ab --base c0 --head HEAD`` sitting; its comparison document and wall time."""
-    selection = PYTEST_ARGS + (["-k", "sdpa"] if tests == 1 else [])
+    selection = PR_ARGS if tests == 8 else PYTEST_ARGS + (["-k", "sdpa"] if tests == 1 else [])
     out = folder / "ab-out"
     started = time.monotonic()
     done = subprocess.run(
@@ -170,12 +216,14 @@ def live(options: argparse.Namespace) -> None:
     rows: list[dict[str, object]] = json.loads(options.out.read_text()) if options.resume else []
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        make_repo(folder)
+        (make_pr_repo if options.tests == 8 else make_repo)(folder)
         for condition in options.conditions:
             with Beside(folder if condition == "busy" else None):
                 for index in range(options.runs):
                     for scenario, head in (("A/A", "c0"), ("10% slower", "c1")):
-                        result = sitting(folder, head, [], options.tests)
+                        if scenario not in options.scenarios:
+                            continue
+                        result = sitting(folder, head, options.ab_args, options.tests)
                         document = result["document"]
                         for test in document["tests"]:  # type: ignore[index]
                             rows.append({
@@ -183,7 +231,7 @@ def live(options: argparse.Namespace) -> None:
                                 "test": test["test"], "outcome": test["outcome"], "pairs": test["pairs"],
                                 "ratio": test["ratio"], "low": test["low"], "high": test["high"],
                                 "sitting_seconds": result["seconds"], "sitting_pairs": document["pairs"],
-                                "exit_code": result["exit_code"],
+                                "exit_code": result["exit_code"], "ab_args": options.ab_args,
                             })  # fmt: skip
                         outcomes = [t["outcome"] for t in document["tests"]]  # type: ignore[index]
                         print(
@@ -223,7 +271,9 @@ def main() -> None:
     sim.add_argument("--sequences", type=int, default=20000)
     liv = commands.add_parser("live")
     liv.add_argument("--runs", type=int, default=4)
-    liv.add_argument("--tests", type=int, default=3, choices=[1, 3])
+    liv.add_argument("--tests", type=int, default=3, choices=[1, 3, 8], help="8: the PR workflow's selection")
+    liv.add_argument("--scenarios", nargs="+", default=["A/A", "10% slower"], choices=["A/A", "10% slower"])
+    liv.add_argument("--ab-args", nargs="*", default=[], help="more pytest-accel ab options (e.g. --reuse 1)")
     liv.add_argument("--conditions", nargs="+", default=["quiet", "busy"], choices=["quiet", "busy"])
     liv.add_argument("--out", type=Path, default=Path("ab-live-raw.json"))
     liv.add_argument("--resume", action="store_true", help="add to the rows already in --out")

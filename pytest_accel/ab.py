@@ -37,6 +37,7 @@ from pytest_accel.core.operators import absent_line, explain
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_rate, format_seconds
 from pytest_accel.judgement.paired import PairedOutcome, PairedVerdict, SequentialPlan, judge_pairs
+from pytest_accel.judgement.verdict import Observation, Outcome, Verdict, VerdictPolicy, judge_memory
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.outputs.results import Recorded, ResultFile, ResultsError, load_results, results_document
 
@@ -110,6 +111,8 @@ def _worktree(top: Path, commit: str, name: str) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix=f"pytest-accel-ab-{name}-"))
     try:
         _git(top, "worktree", "add", "--detach", "--quiet", str(folder), commit)
+        if (folder / ".gitmodules").is_file():  # the revision's submodules, at the commits it pins
+            _git(folder, "submodule", "update", "--init", "--recursive", "--quiet")
         yield folder
     finally:
         with contextlib.suppress(ABError):
@@ -319,6 +322,29 @@ class Track:
     verdict: PairedVerdict = field(default_factory=lambda: PairedVerdict(PairedOutcome.PENDING, 0))
     operators: tuple[str, ...] = ()  # a regression's operator diff, base -> head (Sitting.explain)
 
+    @property
+    def memory(self) -> Verdict | None:
+        """Peak memory, head against base: the gate's rule on each side's median peak; None when unknown."""
+        if not self.log_ratios:
+            return None
+
+        def peak(side: list[Measurement]) -> int | None:
+            known = [m.peak_memory_bytes for m in side if m.peak_memory_bytes is not None]
+            return round(median(known)) if known else None
+
+        head, base = (
+            Observation((), peak_memory_bytes=peak(self.head)),
+            Observation((), peak_memory_bytes=peak(self.base)),
+        )
+        return judge_memory(head, base, VerdictPolicy())
+
+    @property
+    def regressed(self) -> bool:
+        memory = self.memory
+        return self.verdict.outcome is PairedOutcome.REGRESSED or (
+            memory is not None and memory.outcome is Outcome.REGRESSED
+        )
+
     @staticmethod
     def figure(measurement: Measurement) -> float:
         """A process's figure: its median probe-normalised time per call."""
@@ -339,6 +365,7 @@ class Track:
             "base_figures": [self.figure(m) for m in self.base],
             "head_figures": [self.figure(m) for m in self.head],
             "log_ratios": self.log_ratios,
+            "memory": None if self.memory is None else self.memory.to_dict(),
             "operators": list(self.operators),
         }
 
@@ -519,7 +546,7 @@ class Sitting:
 
     def exit_code(self) -> int:
         outcomes = [(t.verdict.outcome, t.verdict.reason) for t in self.tracks.values()]
-        if any(outcome is PairedOutcome.REGRESSED for outcome, _ in outcomes):
+        if any(track.regressed for track in self.tracks.values()):
             return EXIT_REGRESSED
         if any(outcome is PairedOutcome.ERROR and reason.startswith("base") for outcome, reason in outcomes):
             return EXIT_USAGE
@@ -546,7 +573,7 @@ class Sitting:
 
 def table(sitting: Sitting) -> tuple[list[str], list[list[str]]]:
     base, head = sitting.sides["base"], sitting.sides["head"]
-    header = ["test", f"base: {base.label}", f"head: {head.label}", "head vs base", "pairs", "verdict"]
+    header = ["test", f"base: {base.label}", f"head: {head.label}", "head vs base", "pairs", "verdict", "peak memory"]
     rows = []
     order = {o: i for i, o in enumerate(PairedOutcome)}
     for track in sorted(sitting.tracks.values(), key=lambda t: (order[t.verdict.outcome], t.key)):
@@ -565,6 +592,7 @@ def table(sitting: Sitting) -> tuple[list[str], list[list[str]]]:
                 verdict.reason,
                 str(len(track.log_ratios)),
                 verdict.outcome.value,
+                "-" if track.memory is None else f"{track.memory.reason} ({track.memory.outcome.value})",
             ]
         )
     return header, rows
@@ -599,6 +627,8 @@ def write_outputs(sitting: Sitting, code: int) -> str:
     counts: dict[str, int] = {}
     for track in sitting.tracks.values():
         counts[track.verdict.outcome.value] = counts.get(track.verdict.outcome.value, 0) + 1
+        if track.memory is not None and track.memory.outcome is Outcome.REGRESSED:
+            counts["regressed in peak memory"] = counts.get("regressed in peak memory", 0) + 1
     summary = (
         f"{', '.join(f'{n} {outcome}' for outcome, n in sorted(counts.items()))}"
         f" after {sitting.pairs} pair(s) in {format_seconds(time.monotonic() - sitting.started)}"

@@ -55,10 +55,13 @@ def repo(tmp_path: Path) -> Path:
     return folder
 
 
-def ab(repo: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def ab(
+    repo: Path, *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest_accel", "ab", *args], cwd=repo, capture_output=True, text=True, timeout=timeout
-    )
+        [sys.executable, "-m", "pytest_accel", "ab", *args],
+        cwd=repo, capture_output=True, text=True, timeout=timeout, env=env,
+    )  # fmt: skip
 
 
 def assert_nothing_left(repo: Path) -> None:
@@ -83,6 +86,34 @@ def test_a_planted_slowdown_in_the_working_tree_is_regressed(repo: Path) -> None
     # A pure-Python workload has no torch operator to diff: said in one line, the verdict unchanged.
     assert test["operators"] == ["operators: no diff (the head's profile has no operator table (no torch "
                                  "operation, or it failed))"]  # fmt: skip
+    assert_nothing_left(repo)
+
+
+@pytest.mark.slow
+def test_a_head_that_holds_more_memory_is_regressed_in_peak_memory(repo: Path) -> None:
+    fat = "SLOW = 1\n\ndef work():\n    block = b'x' * (96 << 20)\n    return len(block)\n"  # 96 MiB touched per call
+    (repo / "kernel.py").write_text(fat)
+    done = ab(repo, "--base", "good", "--max-pairs", "3", "--no-operators", *SELECTION)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "beyond the 10% tolerance (regressed)" in done.stdout and "1 regressed in peak memory" in done.stdout
+    (test,) = json.loads((repo / ".pytest-accel-ab" / "comparison.json").read_text())["tests"]
+    assert test["memory"]["outcome"] == "regressed" and test["memory"]["ratio"] > 2
+
+
+@pytest.mark.slow
+def test_a_base_revision_gets_its_submodules(repo: Path, tmp_path: Path) -> None:
+    """The kernel lives in a submodule: the base's worktree has it checked out at the pinned commit."""
+    library = tmp_path / "library"
+    library.mkdir()
+    git(library, "init", "-q")
+    commit(library, "kernel", **{"kernel.py": KERNEL.format(slow=1), "__init__.py": ""})
+    allow = {**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow",
+             "GIT_CONFIG_VALUE_0": "always"}  # fmt: skip  # local submodule URLs (git >= 2.38.1 refuses them)
+    subprocess.run(["git", "submodule", "add", "-q", str(library), "library"], cwd=repo, env=allow, check=True)
+    commit(repo, "kernel from the library", **{"test_perf.py": TEST.replace("from kernel", "from library.kernel")})
+    done = ab(repo, "--base", "HEAD", "--tolerance", "0.5", "--max-pairs", "4", "--no-operators", *SELECTION, env=allow)
+    assert done.returncode in (0, 125), done.stdout + done.stderr  # compared: unchanged (or undecided), never 2
+    assert "| test_perf.py::test_work |" in done.stdout and "compared nothing" not in done.stdout
     assert_nothing_left(repo)
 
 
