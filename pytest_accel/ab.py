@@ -275,9 +275,13 @@ class Worker:
             answer = self.child.stdout.readline()
         except (BrokenPipeError, OSError):
             answer = ""
-        if answer:
-            returncode = int(json.loads(answer)["returncode"])
-        else:  # the process ended: what it said outside a run goes into this run's log
+        try:
+            returncode = int(json.loads(answer)["returncode"]) if answer else None
+        except (ValueError, KeyError, TypeError):
+            returncode = None
+        if returncode is None:  # the process ended (or broke the protocol): its words go into this run's log
+            if self.alive:
+                _kill_group(self.child)
             returncode = self.child.wait() or 3
             with log.open("a", encoding="utf-8") as sink:
                 sink.write(self.log.read_text(encoding="utf-8", errors="replace"))

@@ -52,7 +52,7 @@ def _serve(requests: object, answers: object) -> int:
 def main() -> int:
     """Serve requests from stdin; answers go to a duplicate of the original stdout."""
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    sys.stdout = sys.__stdout__  # fd 1 is redirected per run; the answers keep their own descriptor
+    os.dup2(2, 1)  # between runs, a stray print goes where the worker's own words go, never into the answers
     return _serve(sys.stdin, answers)
 
 
