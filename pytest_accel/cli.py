@@ -195,6 +195,8 @@ def cmd_ab(options: argparse.Namespace) -> int:
         raise ABError(str(error)) from None
     if not (math.isfinite(options.max_minutes) and options.max_minutes > 0):
         raise ABError(f"--max-minutes must be a positive number, got {options.max_minutes}")
+    if options.min_rounds < 1:
+        raise ABError(f"--min-rounds must be at least 1, got {options.min_rounds}")
     if options.reuse < 1:
         raise ABError(f"--reuse must be at least 1 (a fresh process every run), got {options.reuse}")
     settings = ABSettings(
@@ -208,6 +210,7 @@ def cmd_ab(options: argparse.Namespace) -> int:
         markdown=options.markdown,
         operators=not options.no_operators,
         reuse=options.reuse,
+        min_rounds=options.min_rounds,
     )
 
     def stop(signum: int, frame: object) -> None:  # a cancelled CI job ends like Ctrl-C: nothing left behind
@@ -275,6 +278,12 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--max-minutes", type=float, default=15.0, help="wall-time budget; no pair starts past it (15)")
     ab.add_argument("--out", type=Path, default=Path(".pytest-accel-ab"), help="folder for results (.pytest-accel-ab)")
     ab.add_argument("--markdown", type=Path, help="also write the table here (a CI job page)")
+    ab.add_argument(
+        "--min-rounds",
+        type=int,
+        default=5,
+        help="timed rounds per test and run at least (accel_min_rounds; 5: the pairs carry the statistics)",
+    )
     ab.add_argument(
         "--reuse",
         type=int,

@@ -142,6 +142,7 @@ class AccelOptions:
     profile: str  # smoke or full
     measure_seconds: float  # timed budget per measurement
     warmup_max_seconds: float  # warm-up budget, counted after the first call
+    min_rounds: int  # timed rounds at least, whatever the budget
     policy: VerdictPolicy  # the suite's verdict thresholds (a perf marker may override them per test)
     confirmations: int  # in-process re-measurements of a suspected regression
     fresh_confirmation: bool  # confirm a regression in a fresh pytest process too
@@ -181,6 +182,7 @@ class AccelOptions:
             profile=option.accel_profile or ini_choice(config, "accel_profile", PROFILE_CHOICES),
             measure_seconds=option.accel_measure_seconds or ini_float(config, "accel_measure_seconds"),
             warmup_max_seconds=ini_float(config, "accel_warmup_max_seconds"),
+            min_rounds=ini_int(config, "accel_min_rounds", minimum=1),
             policy=VerdictPolicy(
                 tolerance=ini_float(config, "accel_tolerance"),
                 memory_tolerance=ini_float(config, "accel_memory_tolerance"),
@@ -217,6 +219,7 @@ class AccelOptions:
             baselines=self.baselines,
             measure_seconds=self.measure_seconds,
             warmup_max_seconds=self.warmup_max_seconds,
+            min_rounds=self.min_rounds,
             tolerance=policy.tolerance,
             memory_tolerance=policy.memory_tolerance,
             state_noise_floor=policy.state_noise_floor,
@@ -249,6 +252,7 @@ class AccelOptions:
         settings: dict[str, Any] = {
             "measure_seconds": self.measure_seconds,
             "warmup_max_seconds": self.warmup_max_seconds,
+            "min_rounds": self.min_rounds,
         }
         settings.update({k: v for k, v in marker.items() if k in _MARKER_MEASURE})
         try:

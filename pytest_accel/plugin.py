@@ -190,6 +190,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("accel_cpu_threads", "torch threads on the CPU (0: half the cores)", default="0")
     parser.addini("accel_profile", "default for --accel-profile (smoke or full)", default="smoke")
     parser.addini("accel_measure_seconds", "timed budget per measurement, seconds", default="1.0")
+    parser.addini("accel_min_rounds", "timed rounds per measurement at least, whatever the budget", default="20")
     parser.addini(
         "accel_warmup_max_seconds",
         "upper bound on warm-up per measurement, seconds of calls after the first (which may compile)",

@@ -205,7 +205,7 @@ def test_a_worker_runs_the_selection_again_in_the_same_process(tmp_path: Path) -
     worker = Worker(side, tmp_path / "worker.log")
     try:
         runs = [
-            worker.run(["test_w.py", "-s"], tmp_path / f"r{i}.json", tmp_path / f"r{i}.log", tmp_path / "empty")
+            worker.run(["test_w.py", "-s"], tmp_path / f"r{i}.json", tmp_path / f"r{i}.log", tmp_path / "empty", 5)
             for i in range(2)
         ]
         pid = worker.child.pid
@@ -227,7 +227,7 @@ def test_a_worker_that_dies_or_cannot_start_answers_with_its_exit_code_and_its_w
     for python, code, words in ((sys.executable, 7, "bye"), (str(no_pytest), 5, "no pytest here")):
         worker = Worker(Side("base", "tree", "", tmp_path, tmp_path, python), tmp_path / "worker.log")
         try:
-            run = worker.run(["test_die.py", "-s"], tmp_path / "r.json", tmp_path / "r.log", tmp_path / "empty")
+            run = worker.run(["test_die.py", "-s"], tmp_path / "r.json", tmp_path / "r.log", tmp_path / "empty", 5)
             assert run.returncode == code and not worker.alive and words in run.log.read_text()
         finally:
             worker.close()
@@ -240,6 +240,7 @@ def test_a_worker_that_dies_or_cannot_start_answers_with_its_exit_code_and_its_w
         (["--tolerance", "0"], "tolerance must be a positive number"),
         (["--max-minutes", "-1"], "--max-minutes must be a positive number"),
         (["--reuse", "0"], "--reuse must be at least 1"),
+        (["--min-rounds", "0"], "--min-rounds must be at least 1"),
         (["--base-python", sys.executable], "exactly one of --base REV and --base-python"),
         (["--", "--accel-update"], "never updates baselines"),
     ],

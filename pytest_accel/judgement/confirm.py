@@ -56,6 +56,7 @@ class ChildSettings:
     baselines: Path
     measure_seconds: float
     warmup_max_seconds: float
+    min_rounds: int
     tolerance: float
     memory_tolerance: float
     state_noise_floor: float
@@ -76,6 +77,7 @@ class ChildSettings:
             "-o", f"accel_foreign_cpu_margin={self.foreign_cpu_margin}",
             "-o", f"accel_confirmations={self.confirmations}",
             "-o", f"accel_warmup_max_seconds={self.warmup_max_seconds}",
+            "-o", f"accel_min_rounds={self.min_rounds}",
             "--accel-structure=off",  # what ran is the parent's to judge: it took the record already
         ]  # fmt: skip
         return [*options, "--accel-cpu-threads", str(self.cpu_threads)] if self.cpu_threads else options
