@@ -252,6 +252,7 @@ class Worker:
 
     def __init__(self, side: Side, log: Path) -> None:
         self.side, self.log, self.runs = side, log, 0
+        self.busy = False  # a run was asked for and not answered (an interrupt came in between)
         with log.open("w", encoding="utf-8") as sink:  # what the worker says outside any run
             self.child = subprocess.Popen(
                 [side.python, "-c", _WORKER_SOURCE],
@@ -274,12 +275,14 @@ class Worker:
         self.runs += 1
         assert self.child.stdin is not None and self.child.stdout is not None
         request = {"args": _arguments(args, result, empty_baselines, min_rounds), "log": str(log)}
+        self.busy = True
         try:
             self.child.stdin.write(json.dumps(request) + "\n")
             self.child.stdin.flush()
             answer = self.child.stdout.readline()
         except (BrokenPipeError, OSError):
             answer = ""
+        self.busy = False
         try:
             returncode = int(json.loads(answer)["returncode"]) if answer else None
         except (ValueError, KeyError, TypeError):
@@ -293,12 +296,14 @@ class Worker:
         return _finished(self.side, returncode, result, log, started)
 
     def close(self) -> None:
-        """End of stdin ends the worker; one that does not end within 10 s is killed, group and all."""
+        """End of stdin ends an idle worker; a busy one, or one that does not end within 10 s, is
+        stopped (SIGTERM: it ends and reaps its run), then its group is killed."""
         with contextlib.suppress(OSError):
             if self.child.stdin is not None:
                 self.child.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.child.wait(10.0)
+        if not self.busy:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.child.wait(10.0)
         _kill_group(self.child)  # also what the runs left behind in its group
         if self.child.stdout is not None:
             self.child.stdout.close()

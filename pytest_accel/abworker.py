@@ -1,59 +1,162 @@
-"""One side's pytest process for ``pytest-accel ab``, kept for a few runs of the selection.
+"""One side's process for ``pytest-accel ab``: imports once, runs each pytest in a fresh fork of itself.
 
 ``ab`` starts it as ``python -c <this file's source>`` in the side's folder and environment, so
 that nothing of the installed pytest-accel is imported before the side's own copy (a base revision
 of pytest-accel itself measures its own plugin). Standard library and pytest only.
 
 Protocol, one JSON object per line: the parent writes ``{"args": [...], "log": PATH}`` on stdin;
-the worker runs ``pytest.main(args)`` with its output (file descriptors 1 and 2, so child processes'
-too) going to the log, and answers ``{"returncode": N}`` on its original stdout. End of stdin ends it.
+the worker forks, the child runs ``pytest.main(args)`` with its output (file descriptors 1 and 2,
+so its own children's too) going to the log and exits; the worker answers ``{"returncode": N}``
+on its original stdout. End of stdin ends it.
 
-A second ``pytest.main`` in one process re-collects (new config, new plugin manager) but imports
-nothing again: process start, ``import torch`` and the test modules' imports are paid once per
-worker, not once per run. ``ab`` starts a new worker every few pairs (``--reuse``).
+Why a fork per run and not a second ``pytest.main`` in one process: pytest imports a conftest
+afresh in every session, so a conftest that patches a library at import (a planted 10% slower
+SDPA, say) patched the already patched function again, run after run (measured: a 10% slowdown
+read as +30% over five runs). Each run here starts from the worker's own state, which has
+imported the libraries the runs use (``torch``, ``transformers``, ...: whatever an earlier run
+imported from site-packages) and run nothing of the project: the fresh-process property, without
+paying process start and those imports every run. Where there is no ``fork`` (Windows), each run
+is a fresh ``python -m pytest``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import os
+import signal
+import subprocess
 import sys
+import traceback
 
 
-def _serve(requests: object, answers: object) -> int:
-    import pytest
-
-    for line in requests:  # type: ignore[attr-defined]
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        saved = os.dup(1), os.dup(2)
-        with open(request["log"], "w", encoding="utf-8") as sink:
+def _run_child(request: dict[str, object], report: int) -> None:
+    """In the forked child: run pytest into the log, report the libraries it imported, exit."""
+    code = 3
+    try:
+        with open(str(request["log"]), "w", encoding="utf-8") as sink:
             os.dup2(sink.fileno(), 1)
             os.dup2(sink.fileno(), 2)
-            try:
-                code = int(pytest.main(list(request["args"])))
-            except SystemExit as stop:  # pytest.exit() from a plugin or a test
-                code = stop.code if isinstance(stop.code, int) else 1
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os.dup2(saved[0], 1)
-                os.dup2(saved[1], 2)
-                os.close(saved[0])
-                os.close(saved[1])
-        answers.write(json.dumps({"returncode": code}) + "\n")  # type: ignore[attr-defined]
-        answers.flush()  # type: ignore[attr-defined]
-    return 0
+        import pytest
+
+        try:
+            code = int(pytest.main([str(arg) for arg in request["args"]]))  # type: ignore[attr-defined]
+        except SystemExit as stop:  # pytest.exit() from a plugin or a test
+            code = stop.code if isinstance(stop.code, int) else 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        libraries = sorted(
+            name
+            for name, module in list(sys.modules.items())
+            if "." not in name and "-packages" in str(getattr(module, "__file__", "") or "")
+        )
+        os.write(report, json.dumps(libraries).encode())
+    except BaseException:  # said in the run's log; the worker answers with the exit code
+        traceback.print_exc()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+# Never imported before a fork: a device runtime's state must be its run's own.
+_NOT_PRELOADED = frozenset(("habana_frameworks",))
+
+
+def _plugin_modules() -> frozenset[str]:
+    """Top-level modules of the distributions that carry pytest plugins: pytest rewrites their
+    asserts when it loads them, so they must not be imported before it (it warns, and a project
+    that makes warnings errors fails)."""
+    from importlib import metadata
+
+    names = set()
+    for dist in metadata.distributions():
+        if any(entry.group == "pytest11" for entry in dist.entry_points):
+            for file in dist.files or ():
+                top = file.parts[0] if file.parts else ""
+                if top.endswith(".py"):
+                    names.add(top[:-3])
+                elif top and "." not in top:
+                    names.add(top)
+    return frozenset(names)
+
+
+def _preload(libraries: list[str]) -> None:
+    """Import what the runs import from site-packages, once, so that every later fork has it."""
+    skip = _NOT_PRELOADED | _plugin_modules()
+    for name in libraries:
+        if name not in sys.modules and name not in skip and not name.startswith(("_pytest", "pytest")):
+            # A library that does not import outside a run is simply imported by each run.
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+
+# The run in flight: stopping the worker (SIGTERM) ends it and reaps it first, so that no run is
+# left behind as an orphan (or a zombie where nothing reaps orphans: a container without init).
+_RUNNING: list[int] = []
+
+
+def _stop(signum: int, frame: object) -> None:
+    for pid in _RUNNING:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    os._exit(128 + signum)
+
+
+def _fork_run(request: dict[str, object]) -> int:
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.close(read_end)
+        _run_child(request, write_end)
+    _RUNNING.append(pid)
+    os.close(write_end)
+    chunks = []
+    while chunk := os.read(read_end, 65536):
+        chunks.append(chunk)
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    _RUNNING.remove(pid)
+    with contextlib.suppress(ValueError):
+        _preload(json.loads(b"".join(chunks) or b"[]"))
+    return os.waitstatus_to_exitcode(status)
+
+
+def _spawn_run(request: dict[str, object]) -> int:
+    with open(str(request["log"]), "w", encoding="utf-8") as sink:
+        args = [str(arg) for arg in request["args"]]  # type: ignore[attr-defined]
+        return subprocess.call([sys.executable, "-m", "pytest", *args], stdout=sink, stderr=subprocess.STDOUT)
+
+
+def _may_fork() -> bool:
+    """Fork unless there is no fork, or CUDA was initialised here (a forked child could not use it)."""
+    if not hasattr(os, "fork"):
+        return False
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    return not (cuda is not None and cuda.is_initialized())
 
 
 def main() -> int:
     """Serve requests from stdin; answers go to a duplicate of the original stdout."""
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # between runs, a stray print goes where the worker's own words go, never into the answers
-    return _serve(sys.stdin, answers)
+    os.dup2(2, 1)  # a stray print goes where the worker's own words go, never into the answers
+    import pytest  # noqa: F401  # imported once, before any fork
+
+    signal.signal(signal.SIGTERM, _stop)
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        code = (_fork_run if _may_fork() else _spawn_run)(json.loads(line))
+        answers.write(json.dumps({"returncode": code}) + "\n")
+        answers.flush()
+    return 0
 
 
 if __name__ == "__main__":

@@ -189,46 +189,52 @@ def test_an_unknown_revision_is_a_usage_error(repo: Path) -> None:
 
 
 WORKER_TESTS = """
+import json
 import os
 
 def test_pid():
-    print("pid", os.getpid())
+    print("parent", os.getppid(), "runs", json.RUNS)
 
 def test_fails():
     assert False
 """
+# A conftest that changes a library at import, as one that patches a kernel does.
+WORKER_CONFTEST = "import json\njson.RUNS = getattr(json, 'RUNS', 0) + 1\n"
 
 
-def test_a_worker_runs_the_selection_again_in_the_same_process(tmp_path: Path) -> None:
+def test_a_worker_runs_each_selection_in_a_fresh_fork_of_itself(tmp_path: Path) -> None:
     (tmp_path / "test_w.py").write_text(WORKER_TESTS)
+    (tmp_path / "conftest.py").write_text(WORKER_CONFTEST)
     side = Side("head", "tree", "", tmp_path, tmp_path, sys.executable)
     worker = Worker(side, tmp_path / "worker.log")
     try:
         runs = [
             worker.run(["test_w.py", "-s"], tmp_path / f"r{i}.json", tmp_path / f"r{i}.log", tmp_path / "empty", 5)
-            for i in range(2)
+            for i in range(3)
         ]
         pid = worker.child.pid
     finally:
         worker.close()
-    assert [run.returncode for run in runs] == [1, 1] and worker.runs == 2
+    assert [run.returncode for run in runs] == [1, 1, 1] and worker.runs == 3
     assert all(run.failed == {"test_w.py::test_fails"} for run in runs)
-    assert all(f"pid {pid}" in run.log.read_text() and "1 failed, 1 passed" in run.log.read_text() for run in runs)
+    for run in runs:  # forked by the worker, and the conftest's change of the run before is not there
+        assert f"parent {pid} runs 1" in run.log.read_text() and "1 failed, 1 passed" in run.log.read_text()
     assert worker.child.poll() is not None  # closed: the process has ended
 
 
-def test_a_worker_that_dies_or_cannot_start_answers_with_its_exit_code_and_its_words(tmp_path: Path) -> None:
+def test_a_run_that_dies_or_a_worker_that_cannot_start_answers_with_its_exit_code_and_words(tmp_path: Path) -> None:
     (tmp_path / "test_die.py").write_text(
         "import os\n\ndef test_die():\n    print('bye', flush=True)\n    os._exit(7)\n"
     )
     no_pytest = tmp_path / "python"
     no_pytest.write_text("#!/bin/sh\necho 'no pytest here' >&2\nexit 5\n")
     no_pytest.chmod(0o755)
-    for python, code, words in ((sys.executable, 7, "bye"), (str(no_pytest), 5, "no pytest here")):
+    # A run that dies ends its fork only; a worker that cannot start has ended itself.
+    for python, code, words, alive in ((sys.executable, 7, "bye", True), (str(no_pytest), 5, "no pytest here", False)):
         worker = Worker(Side("base", "tree", "", tmp_path, tmp_path, python), tmp_path / "worker.log")
         try:
             run = worker.run(["test_die.py", "-s"], tmp_path / "r.json", tmp_path / "r.log", tmp_path / "empty", 5)
-            assert run.returncode == code and not worker.alive and words in run.log.read_text()
+            assert run.returncode == code and worker.alive is alive and words in run.log.read_text()
         finally:
             worker.close()
 
