@@ -74,6 +74,7 @@ class ABSettings:
     operators: bool = True  # profile each regressed test once more per side and diff (Sitting.explain)
     reuse: int = 5  # runs per side's worker process before a fresh one (1: a new process every run)
     min_rounds: int = 5  # timed rounds per test per run at least (the pairs, not the rounds, carry the statistics)
+    measure_seconds: float = 0.3  # timed budget per test per run (a run is one sample of its pair)
 
 
 @final
@@ -195,14 +196,14 @@ def _tail(log: Path) -> str:
     return "\n".join("    " + line for line in lines[-LOG_TAIL_LINES:])
 
 
-def _arguments(args: Sequence[str], result: Path, empty_baselines: Path, min_rounds: int) -> list[str]:
+def _arguments(args: Sequence[str], result: Path, empty_baselines: Path, budget: tuple[int, float]) -> list[str]:
     """A side's pytest arguments: the user's (after ab's rounds, so a user's ``-o`` wins), then where its
     results go and an empty baseline folder."""
     # One argument each, "--option=path": pytest picks the rootdir before plugins declare their
     # options, so a path given as a separate argument counts as a test path and, lying in the
     # scratch folder, would move a config-less tree's rootdir (and its test ids) to a common parent.
     return [
-        "-o", f"accel_min_rounds={min_rounds}", *args,
+        "-o", f"accel_min_rounds={budget[0]}", "-o", f"accel_measure_seconds={budget[1]}", *args,
         f"--accel-json={result}", f"--accel-baselines={empty_baselines}", "--accel-structure=off",
         "-p", "no:cacheprovider", "-rfE",
     ]  # fmt: skip
@@ -225,10 +226,10 @@ def _finished(side: Side, returncode: int, result: Path, log: Path, started: flo
 
 
 def run_process(
-    side: Side, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, min_rounds: int
+    side: Side, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, budget: tuple[int, float]
 ) -> ProcessRun:
     """One pytest process of one side; its process group is killed on any way out but its own end."""
-    command = [side.python, "-m", "pytest", *_arguments(args, result, empty_baselines, min_rounds)]
+    command = [side.python, "-m", "pytest", *_arguments(args, result, empty_baselines, budget)]
     started = time.monotonic()
     with log.open("w", encoding="utf-8") as sink:
         child = subprocess.Popen(
@@ -269,12 +270,14 @@ class Worker:
     def alive(self) -> bool:
         return self.child.poll() is None
 
-    def run(self, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, min_rounds: int) -> ProcessRun:
+    def run(
+        self, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, budget: tuple[int, float]
+    ) -> ProcessRun:
         """One run of the selection in this process; a worker that died answers with its exit code."""
         started = time.monotonic()
         self.runs += 1
         assert self.child.stdin is not None and self.child.stdout is not None
-        request = {"args": _arguments(args, result, empty_baselines, min_rounds), "log": str(log)}
+        request = {"args": _arguments(args, result, empty_baselines, budget), "log": str(log)}
         self.busy = True
         try:
             self.child.stdin.write(json.dumps(request) + "\n")
@@ -451,11 +454,11 @@ class Sitting:
         result = self.scratch / "runs" / f"{name}-{index:02d}.json"
         log = self.scratch / "runs" / f"{name}-{index:02d}.log"
         args, empty = [*self.settings.pytest_args, *self._deselected()], self.scratch / "empty-baselines"
-        rounds = self.settings.min_rounds
+        budget = (self.settings.min_rounds, self.settings.measure_seconds)
         if self.settings.reuse > 1:
-            run = self._worker(name).run(args, result, log, empty, rounds)
+            run = self._worker(name).run(args, result, log, empty, budget)
         else:
-            run = run_process(side, args, result, log, empty, rounds)
+            run = run_process(side, args, result, log, empty, budget)
         _usable(run, side)
         self.runs[name].append(run)
         if index == 1 and (found := _ROOTDIR.search(log.read_text(encoding="utf-8", errors="replace"))):
@@ -545,7 +548,8 @@ class Sitting:
             result, log = stem.with_suffix(".json"), stem.with_suffix(".log")
             args = [*self.settings.pytest_args, *(a for test in others for a in ("--deselect", test)),
                     "--accel-operators=always", f"--accel-trace={self.scratch / 'traces' / name}"]  # fmt: skip
-            run = run_process(side, args, result, log, self.scratch / "empty-baselines", self.settings.min_rounds)
+            budget = (self.settings.min_rounds, self.settings.measure_seconds)
+            run = run_process(side, args, result, log, self.scratch / "empty-baselines", budget)
             tables[name] = dict(run.results.measurements) if run.results else {}
         for key in sorted(regressed):
             base, head = tables["base"].get(key), tables["head"].get(key)

@@ -195,6 +195,8 @@ def cmd_ab(options: argparse.Namespace) -> int:
         raise ABError(str(error)) from None
     if not (math.isfinite(options.max_minutes) and options.max_minutes > 0):
         raise ABError(f"--max-minutes must be a positive number, got {options.max_minutes}")
+    if not (math.isfinite(options.measure_seconds) and options.measure_seconds > 0):
+        raise ABError(f"--measure-seconds must be a positive number, got {options.measure_seconds}")
     if options.min_rounds < 1:
         raise ABError(f"--min-rounds must be at least 1, got {options.min_rounds}")
     if options.reuse < 1:
@@ -211,6 +213,7 @@ def cmd_ab(options: argparse.Namespace) -> int:
         operators=not options.no_operators,
         reuse=options.reuse,
         min_rounds=options.min_rounds,
+        measure_seconds=options.measure_seconds,
     )
 
     def stop(signum: int, frame: object) -> None:  # a cancelled CI job ends like Ctrl-C: nothing left behind
@@ -278,6 +281,13 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--max-minutes", type=float, default=15.0, help="wall-time budget; no pair starts past it (15)")
     ab.add_argument("--out", type=Path, default=Path(".pytest-accel-ab"), help="folder for results (.pytest-accel-ab)")
     ab.add_argument("--markdown", type=Path, help="also write the table here (a CI job page)")
+    ab.add_argument(
+        "--measure-seconds",
+        type=float,
+        default=0.3,
+        help="timed budget per test and run (accel_measure_seconds, over the project's; 0.3: a run is one sample"
+        " of its pair)",
+    )
     ab.add_argument(
         "--min-rounds",
         type=int,

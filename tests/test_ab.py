@@ -198,6 +198,7 @@ def test_pid():
 def test_fails():
     assert False
 """
+BUDGET = (5, 0.1)  # a run's rounds at least, and its seconds per test
 # A conftest that changes a library at import, as one that patches a kernel does.
 WORKER_CONFTEST = "import json\njson.RUNS = getattr(json, 'RUNS', 0) + 1\n"
 
@@ -209,7 +210,9 @@ def test_a_worker_runs_each_selection_in_a_fresh_fork_of_itself(tmp_path: Path) 
     worker = Worker(side, tmp_path / "worker.log")
     try:
         runs = [
-            worker.run(["test_w.py", "-s"], tmp_path / f"r{i}.json", tmp_path / f"r{i}.log", tmp_path / "empty", 5)
+            worker.run(
+                ["test_w.py", "-s"], tmp_path / f"r{i}.json", tmp_path / f"r{i}.log", tmp_path / "empty", (5, 0.3)
+            )
             for i in range(3)
         ]
         pid = worker.child.pid
@@ -233,7 +236,9 @@ def test_a_run_that_dies_or_a_worker_that_cannot_start_answers_with_its_exit_cod
     for python, code, words, alive in ((sys.executable, 7, "bye", True), (str(no_pytest), 5, "no pytest here", False)):
         worker = Worker(Side("base", "tree", "", tmp_path, tmp_path, python), tmp_path / "worker.log")
         try:
-            run = worker.run(["test_die.py", "-s"], tmp_path / "r.json", tmp_path / "r.log", tmp_path / "empty", 5)
+            run = worker.run(
+                ["test_die.py", "-s"], tmp_path / "r.json", tmp_path / "r.log", tmp_path / "empty", (5, 0.3)
+            )
             assert run.returncode == code and worker.alive is alive and words in run.log.read_text()
         finally:
             worker.close()
@@ -247,6 +252,7 @@ def test_a_run_that_dies_or_a_worker_that_cannot_start_answers_with_its_exit_cod
         (["--max-minutes", "-1"], "--max-minutes must be a positive number"),
         (["--reuse", "0"], "--reuse must be at least 1"),
         (["--min-rounds", "0"], "--min-rounds must be at least 1"),
+        (["--measure-seconds", "nan"], "--measure-seconds must be a positive number"),
         (["--base-python", sys.executable], "exactly one of --base REV and --base-python"),
         (["--", "--accel-update"], "never updates baselines"),
     ],
