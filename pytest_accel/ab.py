@@ -74,7 +74,7 @@ class ABSettings:
     operators: bool = True  # profile each regressed test once more per side and diff (Sitting.explain)
     reuse: int = 5  # runs per side's worker process before a fresh one (1: a new process every run)
     min_rounds: int = 5  # timed rounds per test per run at least (the pairs, not the rounds, carry the statistics)
-    measure_seconds: float = 0.3  # timed budget per test per run (a run is one sample of its pair)
+    measure_seconds: float | None = None  # timed budget per test per run; None: the project's
 
 
 @final
@@ -196,14 +196,15 @@ def _tail(log: Path) -> str:
     return "\n".join("    " + line for line in lines[-LOG_TAIL_LINES:])
 
 
-def _arguments(args: Sequence[str], result: Path, empty_baselines: Path, budget: tuple[int, float]) -> list[str]:
+def _arguments(args: Sequence[str], result: Path, empty_baselines: Path, budget: tuple[int, float | None]) -> list[str]:
     """A side's pytest arguments: the user's (after ab's rounds, so a user's ``-o`` wins), then where its
     results go and an empty baseline folder."""
     # One argument each, "--option=path": pytest picks the rootdir before plugins declare their
     # options, so a path given as a separate argument counts as a test path and, lying in the
     # scratch folder, would move a config-less tree's rootdir (and its test ids) to a common parent.
     return [
-        "-o", f"accel_min_rounds={budget[0]}", "-o", f"accel_measure_seconds={budget[1]}", *args,
+        "-o", f"accel_min_rounds={budget[0]}",
+        *(["-o", f"accel_measure_seconds={budget[1]}"] if budget[1] is not None else []), *args,
         f"--accel-json={result}", f"--accel-baselines={empty_baselines}", "--accel-structure=off",
         "-p", "no:cacheprovider", "-rfE",
     ]  # fmt: skip
@@ -226,7 +227,7 @@ def _finished(side: Side, returncode: int, result: Path, log: Path, started: flo
 
 
 def run_process(
-    side: Side, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, budget: tuple[int, float]
+    side: Side, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, budget: tuple[int, float | None]
 ) -> ProcessRun:
     """One pytest process of one side; its process group is killed on any way out but its own end."""
     command = [side.python, "-m", "pytest", *_arguments(args, result, empty_baselines, budget)]
@@ -271,7 +272,7 @@ class Worker:
         return self.child.poll() is None
 
     def run(
-        self, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, budget: tuple[int, float]
+        self, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, budget: tuple[int, float | None]
     ) -> ProcessRun:
         """One run of the selection in this process; a worker that died answers with its exit code."""
         started = time.monotonic()

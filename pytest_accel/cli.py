@@ -195,7 +195,9 @@ def cmd_ab(options: argparse.Namespace) -> int:
         raise ABError(str(error)) from None
     if not (math.isfinite(options.max_minutes) and options.max_minutes > 0):
         raise ABError(f"--max-minutes must be a positive number, got {options.max_minutes}")
-    if not (math.isfinite(options.measure_seconds) and options.measure_seconds > 0):
+    if options.measure_seconds is not None and not (
+        math.isfinite(options.measure_seconds) and options.measure_seconds > 0
+    ):
         raise ABError(f"--measure-seconds must be a positive number, got {options.measure_seconds}")
     if options.min_rounds < 1:
         raise ABError(f"--min-rounds must be at least 1, got {options.min_rounds}")
@@ -284,9 +286,9 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument(
         "--measure-seconds",
         type=float,
-        default=0.3,
-        help="timed budget per test and run (accel_measure_seconds, over the project's; 0.3: a run is one sample"
-        " of its pair)",
+        default=None,
+        help="timed budget per test and run (accel_measure_seconds, over the project's; default: the project's."
+        " 0.3 s made the PR selection's pairs noisier, not faster to decide)",
     )
     ab.add_argument(
         "--min-rounds",
