@@ -3,8 +3,9 @@
 The base is a git revision checked out into a temporary worktree (or, with ``--base-python``, the
 same tree run by another Python environment); the head is the working tree as it is, dirty or
 not, or ``--head REV``. Each pair runs the same pytest selection once per side, in ABBA order. A
-side runs in its own process (abworker.py), a fresh one every ``reuse`` runs: process start and
-imports are paid once per process, and both sides are as warm at every pair. Each run writes its
+side's runs are forks of a worker process of its own (abworker.py), a fresh worker every ``reuse``
+runs: process start and the libraries' imports are paid once per worker, and every run starts from
+the same state, nothing of the project imported. Each run writes its
 ``--accel-json`` against an empty baseline folder, so no stored baseline judges anything:
 ``judgement.paired`` compares the two sides, pair by pair, and says when to stop.
 
@@ -250,7 +251,7 @@ _WORKER_SOURCE = Path(__file__).with_name("abworker.py").read_text(encoding="utf
 
 @final
 class Worker:
-    """A side's pytest process kept for several runs (abworker.py); killed with its group on close."""
+    """A side's worker process (abworker.py): each run a fresh fork of it; killed with its group on close."""
 
     def __init__(self, side: Side, log: Path) -> None:
         self.side, self.log, self.runs = side, log, 0
@@ -274,7 +275,7 @@ class Worker:
     def run(
         self, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, budget: tuple[int, float | None]
     ) -> ProcessRun:
-        """One run of the selection in this process; a worker that died answers with its exit code."""
+        """One run of the selection in a fork of the worker; a worker that died answers with its exit code."""
         started = time.monotonic()
         self.runs += 1
         assert self.child.stdin is not None and self.child.stdout is not None

@@ -40,8 +40,12 @@ def _run_child(request: dict[str, object], report: int) -> None:
             os.dup2(sink.fileno(), 2)
         import pytest
 
+        # A library imported before the fork may have imported a pytest plugin's module with it
+        # (huggingface_hub imports anyio): pytest then warns that it cannot rewrite that module's
+        # asserts, which a project that makes warnings errors would fail on.
+        args = ["-W", "ignore::pytest.PytestAssertRewriteWarning", *(str(arg) for arg in request["args"])]  # type: ignore[attr-defined]
         try:
-            code = int(pytest.main([str(arg) for arg in request["args"]]))  # type: ignore[attr-defined]
+            code = int(pytest.main(args))
         except SystemExit as stop:  # pytest.exit() from a plugin or a test
             code = stop.code if isinstance(stop.code, int) else 1
         sys.stdout.flush()
@@ -116,12 +120,16 @@ def _fork_run(request: dict[str, object]) -> int:
         _run_child(request, write_end)
     _RUNNING.append(pid)
     os.close(write_end)
-    chunks = []
-    while chunk := os.read(read_end, 65536):
-        chunks.append(chunk)
-    os.close(read_end)
     _, status = os.waitpid(pid, 0)
     _RUNNING.remove(pid)
+    # Read after the run has ended, not until end of file: a process the run left behind (a
+    # DataLoader worker forked from it) holds the pipe open. The list is far below a pipe's buffer.
+    os.set_blocking(read_end, False)
+    chunks = []
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(read_end, 65536):
+            chunks.append(chunk)
+    os.close(read_end)
     with contextlib.suppress(ValueError):
         _preload(json.loads(b"".join(chunks) or b"[]"))
     return os.waitstatus_to_exitcode(status)

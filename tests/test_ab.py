@@ -225,6 +225,31 @@ def test_a_worker_runs_each_selection_in_a_fresh_fork_of_itself(tmp_path: Path) 
     assert worker.child.poll() is not None  # closed: the process has ended
 
 
+def test_a_library_that_imports_a_pytest_plugin_is_preloaded_without_breaking_strict_warnings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the first run the worker imports the libraries it used (here one that imports anyio,
+    a pytest plugin's module, as huggingface_hub does); pytest's "cannot rewrite" warning must not
+    fail the next run of a project that makes warnings errors."""
+    packages = tmp_path / "fake-packages"
+    packages.mkdir()
+    (packages / "libx.py").write_text("import anyio\n")
+    monkeypatch.setenv("PYTHONPATH", str(packages))
+    (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    (tmp_path / "test_x.py").write_text("import libx\n\ndef test_x():\n    assert libx.anyio\n")
+    worker = Worker(Side("head", "tree", "", tmp_path, tmp_path, sys.executable), tmp_path / "worker.log")
+    try:
+        codes = [
+            worker.run(
+                ["test_x.py"], tmp_path / f"r{i}.json", tmp_path / f"r{i}.log", tmp_path / "e", BUDGET
+            ).returncode
+            for i in range(2)
+        ]
+    finally:
+        worker.close()
+    assert codes == [0, 0], (tmp_path / "r1.log").read_text()
+
+
 def test_a_run_that_dies_or_a_worker_that_cannot_start_answers_with_its_exit_code_and_words(tmp_path: Path) -> None:
     (tmp_path / "test_die.py").write_text(
         "import os\n\ndef test_die():\n    print('bye', flush=True)\n    os._exit(7)\n"
