@@ -1,8 +1,8 @@
 """Is the structural verdict noise-free, does it catch what it claims, and what does it cost?
 
     python benchmarks/structure_study.py --records /tmp/structure --quiet 8 --beside 3 --second-host 3 \
-        --plants 5 --cost 1 --out docs/structure/study-raw.json
-    python benchmarks/structure_study.py --summarize --out docs/structure/study-raw.json
+        --plants 5 --cost 2 --out docs/studies/structure/study-raw.json
+    python benchmarks/structure_study.py --summarize --out docs/studies/structure/study-raw.json
 
 1. Records the suite's structure once (``--accel-structure-only --accel-update``) into ``--records``,
    with the planted-change workloads (``benchmarks/structure_plants``) unchanged.
