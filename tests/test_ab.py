@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_accel.ab import Side, Worker
+from pytest_accel.absides import Side, Worker
 
 # A workload whose cost the commit decides: SLOW repeats the work (3x: clear at the first look).
 KERNEL = "SLOW = {slow}\n\ndef work():\n    return sum(range(2000 * SLOW))\n"

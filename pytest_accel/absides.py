@@ -1,0 +1,251 @@
+"""The two sides of a ``pytest-accel ab`` sitting: their trees and their runs.
+
+A side's tree is the working tree or a git revision checked out into a temporary worktree (its
+submodules too). A side's runs are forks of a worker process of its own (abworker.py), a fresh
+worker every few runs, or a fresh ``python -m pytest`` per run; each run leaves a ``ProcessRun``:
+its exit code, the tests it failed, its result file. Process groups are killed on every way out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, final
+
+from pytest_accel.outputs.results import ResultFile, ResultsError, load_results
+
+__all__ = [
+    "EXIT_INCONCLUSIVE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REGRESSED", "EXIT_USAGE", "LOG_TAIL_LINES",
+    "ABError", "ProcessRun", "Side", "Worker", "commit_of", "git", "log_tail", "run_process", "worktree",
+]  # fmt: skip
+
+EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED = 0, 1, 2, 125, 130
+LOG_TAIL_LINES = 25
+_SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S+)")
+
+
+class ABError(Exception):
+    """Bad input, or a side that cannot be measured; ``exit_code`` says which (2 or 125)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@final
+@dataclass(frozen=True)
+class Side:
+    name: str  # "base" or "head"
+    label: str  # what the user asked for, for the table
+    commit: str  # the commit checked out ("" outside git)
+    root: Path  # the tree's top folder
+    cwd: Path  # where pytest runs: the user's folder, inside this tree
+    python: str
+
+    def describe(self) -> dict[str, str]:
+        return {"label": self.label, "commit": self.commit, "root": str(self.root), "python": self.python}
+
+
+def git(cwd: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise ABError("git is not installed (ab checks revisions out with git worktree)") from None
+    if done.returncode != 0:
+        raise ABError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout.strip()
+
+
+def commit_of(top: Path, rev: str) -> str:
+    try:
+        return git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except ABError:
+        raise ABError(f"--base/--head {rev!r}: not a revision of the repository at {top}") from None
+
+
+@contextlib.contextmanager
+def worktree(top: Path, commit: str, name: str) -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix=f"pytest-accel-ab-{name}-"))
+    try:
+        git(top, "worktree", "add", "--detach", "--quiet", str(folder), commit)
+        if (folder / ".gitmodules").is_file():  # the revision's submodules, at the commits it pins
+            git(folder, "submodule", "update", "--init", "--recursive", "--quiet")
+        yield folder
+    finally:
+        with contextlib.suppress(ABError):
+            git(top, "worktree", "remove", "--force", str(folder))
+        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(ABError):
+            git(top, "worktree", "prune")
+
+
+@final
+@dataclass(frozen=True)
+class ProcessRun:
+    """One fresh pytest process of one side."""
+
+    returncode: int
+    results: ResultFile | None
+    failed: frozenset[str]  # node ids pytest reported FAILED or ERROR
+    log: Path
+    seconds: float
+
+
+def _environment(side: Side) -> dict[str, str]:
+    # The tree's own code first: an installed (editable) copy of the project would otherwise answer
+    # for both sides. Compiled code must be built per tree: that is what --base-python is for.
+    paths = [str(side.root)] + ([str(side.root / "src")] if (side.root / "src").is_dir() else [])
+    inherited = os.environ.get("PYTHONPATH")
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(paths + ([inherited] if inherited else [])),
+        "PYTEST_ACCEL_AB_SIDE": side.name,
+    }
+
+
+def log_tail(log: Path) -> str:
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join("    " + line for line in lines[-LOG_TAIL_LINES:])
+
+
+def _arguments(args: Sequence[str], result: Path, empty_baselines: Path, budget: tuple[int, float | None]) -> list[str]:
+    """A side's pytest arguments: the user's (after ab's rounds, so a user's ``-o`` wins), then where its
+    results go and an empty baseline folder."""
+    # One argument each, "--option=path": pytest picks the rootdir before plugins declare their
+    # options, so a path given as a separate argument counts as a test path and, lying in the
+    # scratch folder, would move a config-less tree's rootdir (and its test ids) to a common parent.
+    return [
+        "-o", f"accel_min_rounds={budget[0]}",
+        *(["-o", f"accel_measure_seconds={budget[1]}"] if budget[1] is not None else []), *args,
+        f"--accel-json={result}", f"--accel-baselines={empty_baselines}", "--accel-structure=off",
+        "-p", "no:cacheprovider", "-rfE",
+    ]  # fmt: skip
+
+
+def _finished(side: Side, returncode: int, result: Path, log: Path, started: float) -> ProcessRun:
+    """What one run of a side left: its exit code, the tests it failed, its result file."""
+    failed = frozenset(
+        match.group(2)
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if (match := _SUMMARY_LINE.match(line))
+    )
+    results = None
+    if result.exists():
+        try:
+            results = load_results(result)
+        except ResultsError as error:
+            raise ABError(f"{side.name}: {error}", EXIT_USAGE if side.name == "base" else EXIT_INCONCLUSIVE) from None
+    return ProcessRun(returncode, results, failed, log, time.monotonic() - started)
+
+
+def run_process(
+    side: Side, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, budget: tuple[int, float | None]
+) -> ProcessRun:
+    """One pytest process of one side; its process group is killed on any way out but its own end."""
+    command = [side.python, "-m", "pytest", *_arguments(args, result, empty_baselines, budget)]
+    started = time.monotonic()
+    with log.open("w", encoding="utf-8") as sink:
+        child = subprocess.Popen(
+            command, cwd=side.cwd, env=_environment(side), stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            returncode = child.wait()
+        finally:
+            if child.poll() is None:
+                _kill_group(child)
+    return _finished(side, returncode, result, log, started)
+
+
+# The worker's source, run with ``python -c``: see abworker.py for why it is not ``-m``.
+_WORKER_SOURCE = Path(__file__).with_name("abworker.py").read_text(encoding="utf-8")
+
+
+@final
+class Worker:
+    """A side's worker process (abworker.py): each run a fresh fork of it; killed with its group on close."""
+
+    def __init__(self, side: Side, log: Path) -> None:
+        self.side, self.log, self.runs = side, log, 0
+        self.busy = False  # a run was asked for and not answered (an interrupt came in between)
+        with log.open("w", encoding="utf-8") as sink:  # what the worker says outside any run
+            self.child = subprocess.Popen(
+                [side.python, "-c", _WORKER_SOURCE],
+                cwd=side.cwd,
+                env=_environment(side),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=sink,
+                text=True,
+                start_new_session=True,
+            )
+
+    @property
+    def alive(self) -> bool:
+        return self.child.poll() is None
+
+    def run(
+        self, args: Sequence[str], result: Path, log: Path, empty_baselines: Path, budget: tuple[int, float | None]
+    ) -> ProcessRun:
+        """One run of the selection in a fork of the worker; a worker that died answers with its exit code."""
+        started = time.monotonic()
+        self.runs += 1
+        assert self.child.stdin is not None and self.child.stdout is not None
+        request = {"args": _arguments(args, result, empty_baselines, budget), "log": str(log)}
+        self.busy = True
+        try:
+            self.child.stdin.write(json.dumps(request) + "\n")
+            self.child.stdin.flush()
+            answer = self.child.stdout.readline()
+        except (BrokenPipeError, OSError):
+            answer = ""
+        self.busy = False
+        try:
+            returncode = int(json.loads(answer)["returncode"]) if answer else None
+        except (ValueError, KeyError, TypeError):
+            returncode = None
+        if returncode is None:  # the process ended (or broke the protocol): its words go into this run's log
+            if self.alive:
+                _kill_group(self.child)
+            returncode = self.child.wait() or 3
+            with log.open("a", encoding="utf-8") as sink:
+                sink.write(self.log.read_text(encoding="utf-8", errors="replace"))
+        return _finished(self.side, returncode, result, log, started)
+
+    def close(self) -> None:
+        """End of stdin ends an idle worker; a busy one, or one that does not end within 10 s, is
+        stopped (SIGTERM: it ends and reaps its run), then its group is killed."""
+        with contextlib.suppress(OSError):
+            if self.child.stdin is not None:
+                self.child.stdin.close()
+        if not self.busy:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.child.wait(10.0)
+        _kill_group(self.child)  # also what the runs left behind in its group
+        if self.child.stdout is not None:
+            self.child.stdout.close()
+
+
+def _kill_group(child: subprocess.Popen[Any]) -> None:
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, sig)
+        try:
+            child.wait(wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError):  # workers the child left behind in its group
+        os.killpg(child.pid, signal.SIGKILL)
