@@ -38,6 +38,9 @@ def _run_child(request: dict[str, object], report: int) -> None:
         with open(str(request["log"]), "w", encoding="utf-8") as sink:
             os.dup2(sink.fileno(), 1)
             os.dup2(sink.fileno(), 2)
+        nothing = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(nothing, 0)  # the worker's stdin carries the requests: never the run's to read
+        os.close(nothing)
         import pytest
 
         # A library imported before the fork may have imported a pytest plugin's module with it
