@@ -78,6 +78,11 @@ class ABSettings:
     min_rounds: int = 5  # timed rounds per test per run at least (the pairs, not the rounds, carry the statistics)
     measure_seconds: float | None = None  # timed budget per test per run; None: the project's
 
+    @property
+    def budget(self) -> tuple[int, float | None]:
+        """Each run's timing budget per test: (rounds at least, seconds or None for the project's)."""
+        return self.min_rounds, self.measure_seconds
+
 
 @contextlib.contextmanager
 def prepared_sides(settings: ABSettings) -> Iterator[tuple[Side, Side]]:
@@ -248,7 +253,7 @@ class Sitting:
         result = self.scratch / "runs" / f"{name}-{index:02d}.json"
         log = self.scratch / "runs" / f"{name}-{index:02d}.log"
         args, empty = [*self.settings.pytest_args, *self._deselected()], self.scratch / "empty-baselines"
-        budget = (self.settings.min_rounds, self.settings.measure_seconds)
+        budget = self.settings.budget
         if self.settings.reuse > 1:
             run = self._worker(name).run(args, result, log, empty, budget)
         else:
@@ -342,8 +347,7 @@ class Sitting:
             result, log = stem.with_suffix(".json"), stem.with_suffix(".log")
             args = [*self.settings.pytest_args, *(a for test in others for a in ("--deselect", test)),
                     "--accel-operators=always", f"--accel-trace={self.scratch / 'traces' / name}"]  # fmt: skip
-            budget = (self.settings.min_rounds, self.settings.measure_seconds)
-            run = run_process(side, args, result, log, self.scratch / "empty-baselines", budget)
+            run = run_process(side, args, result, log, self.scratch / "empty-baselines", self.settings.budget)
             tables[name] = dict(run.results.measurements) if run.results else {}
         for key in sorted(regressed):
             base, head = tables["base"].get(key), tables["head"].get(key)
