@@ -16,6 +16,7 @@ from typing import Any, final
 import pytest
 
 from pytest_accel.engine.devices import DEVICE_CHOICES
+from pytest_accel.engine.devices.hostalloc import HOST_ALLOCATOR_MODES
 from pytest_accel.engine.measure import MeasureConfig
 from pytest_accel.judgement.confirm import ChildSettings
 from pytest_accel.judgement.structures import STRUCTURE_POLICIES
@@ -162,6 +163,7 @@ class AccelOptions:
     trace_dir: Path | None = None  # --accel-trace: the Chrome trace of each regressed workload goes there
     structure: str = "fail"  # what a structural change does: fail, warn or off (STRUCTURE_POLICIES)
     structure_only: bool = False  # --accel-structure-only: judge what ran, not time
+    host_allocator: str = "steady"  # the CPU's malloc mode (engine/devices/hostalloc.py)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AccelOptions:
@@ -207,6 +209,8 @@ class AccelOptions:
             trace_dir=option.accel_trace,
             structure=option.accel_structure or ini_choice(config, "accel_structure", STRUCTURE_POLICIES),
             structure_only=bool(option.accel_structure_only),
+            host_allocator=option.accel_host_allocator
+            or ini_choice(config, "accel_host_allocator", HOST_ALLOCATOR_MODES),
         )
 
     def child_settings(self, device: str, cpu_threads: int | None, inherited: tuple[str, ...]) -> ChildSettings:
@@ -226,6 +230,7 @@ class AccelOptions:
             foreign_cpu_margin=policy.foreign_cpu_margin,
             confirmations=self.confirmations,
             cpu_threads=cpu_threads,
+            host_allocator=self.host_allocator,
             inherited=inherited,
         )
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_accel.engine.devices import DEVICE_CHOICES
+from pytest_accel.engine.devices.hostalloc import HOST_ALLOCATOR_MODES
 from pytest_accel.options import (
     MARKER_SETTINGS,
     OPERATOR_CHOICES,
@@ -159,6 +160,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="torch threads when measuring on the CPU (default: ini accel_cpu_threads, else half the cores)",
     )
+    group.addoption(
+        "--accel-host-allocator",
+        dest="accel_host_allocator",
+        choices=HOST_ALLOCATOR_MODES,
+        default=None,
+        help="on the CPU: steady keeps freed memory in the process, as a caching allocator does, so no call "
+        "pays for another's page faults; system leaves the C library's malloc as it is (default: ini "
+        "accel_host_allocator, else steady)",
+    )
     parser.addini("accel_device", "default for --device / --accel-device", default="auto")
     parser.addini("accel_operators", "when to take operator tables: auto, always or off", default="auto")
     parser.addini("accel_structure", "what a structural change does: fail, warn or off", default="fail")
@@ -188,6 +198,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="300",
     )
     parser.addini("accel_cpu_threads", "torch threads on the CPU (0: half the cores)", default="0")
+    parser.addini("accel_host_allocator", "the CPU's host allocator mode: steady or system", default="steady")
     parser.addini("accel_profile", "default for --accel-profile (smoke or full)", default="smoke")
     parser.addini("accel_measure_seconds", "timed budget per measurement, seconds", default="1.0")
     parser.addini("accel_min_rounds", "timed rounds per measurement at least, whatever the budget", default="20")

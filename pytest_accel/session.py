@@ -98,7 +98,7 @@ class AccelSession:
                 cores = os.cpu_count() or 1  # CPU ranks share the cores: half of them, split evenly
                 threads = threads or max(1, cores // 2 // self.world.local_world_size)
             try:
-                device = resolve_device(self.options.device, threads, index)
+                device = resolve_device(self.options.device, threads, index, self.options.host_allocator)
             except DeviceUnavailable as error:
                 raise pytest.UsageError(str(error)) from None
             cores = os.cpu_count() or 1

@@ -114,7 +114,7 @@ def test_timer_synchronizes_around_every_region() -> None:
     clock = FakeClock()
     _, fn = workload(clock, constant(0.001))
     result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
-    regions = result.warmup_calls + len(result.samples)
+    regions = result.warmup_calls + 1 + len(result.samples)  # the untimed memory call is a region too
     assert clock.syncs == 2 * regions
 
 
@@ -133,15 +133,16 @@ def test_mark_step_after_every_call_and_peak_memory_reset_before_rounds() -> Non
         config=FAST,
     )
     assert events.count("step") == calls[0]
-    assert events.index("reset") == result.warmup_calls  # after warm-up, before the first round
-    assert events.count("reset") == len(result.samples)  # once per timed round
+    assert events.index("reset") == result.warmup_calls  # after warm-up, before the memory call
+    assert events.count("reset") == 1  # one memory call, untimed: the rounds keep their pages
+    assert events.count("step") == result.warmup_calls + 1 + len(result.samples) * result.calls_per_round
     assert result.peak_memory_bytes == 1234
 
 
-def test_peak_memory_is_the_largest_round_peak_and_excludes_the_probe() -> None:
+def test_peak_memory_is_the_memory_calls_and_excludes_the_probe() -> None:
     clock = FakeClock()
     live = [0]
-    peaks = iter([100, 300, 200] * 1000)
+    peaks = iter(range(1, 10**6))
 
     def fn() -> float:
         clock.now += 0.001
@@ -157,7 +158,7 @@ def test_peak_memory_is_the_largest_round_peak_and_excludes_the_probe() -> None:
         fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", probe=probe,
         reset_peak_memory=lambda: live.__setitem__(0, 0), peak_memory_bytes=lambda: live[0], config=FAST,
     )  # fmt: skip
-    assert result.peak_memory_bytes == 300
+    assert result.peak_memory_bytes == result.warmup_calls + 1  # the call after warm-up, not the probe's
     assert len(result.probe_samples) == len(result.samples)
 
 
@@ -209,7 +210,7 @@ def test_a_nan_in_one_timed_round_fails_naming_the_round() -> None:
         return torch.full((2,), math.nan) if calls[0] == nan_at[0] else torch.ones(2)
 
     clean = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
-    calls[0], nan_at[0] = 0, clean.warmup_calls + 3 * clean.calls_per_round  # the last call of round 3
+    calls[0], nan_at[0] = 0, clean.warmup_calls + 1 + 3 * clean.calls_per_round  # round 3, after the memory call
     with pytest.raises(MeasurementError, match="the last call's output of round 3: output is not finite"):
         measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=FAST)
 

@@ -13,7 +13,8 @@ separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_be
     calibrate: per-call estimate = median of the settled window;
                calls_per_round = ceil(round_seconds / estimate)
                rounds = clamp(measure_seconds / (calls_per_round * estimate), min_rounds, max_rounds)
-    measure:   for each round: reset peak memory; timer.start(); fn() x calls_per_round; timer.stop()
+    memory:    one untimed call between a peak-memory reset and a peak read: the figure's peak
+    measure:   for each round: timer.start(); fn() x calls_per_round; timer.stop()
                sample = round time / calls_per_round  (seconds per call)
                with a probe (a fixed reference kernel), each workload round is followed by a probe
                round, so that sample / probe_sample cancels the machine's drift (see verdict.py)
@@ -227,10 +228,10 @@ def measure(
         # their queue: one untimed-for-the-figure round drains it before the timed rounds.
         _timed_round(fn, calls_per_round, timer, mark_step)
         timer.stop()
-    samples, interleaved, peak = _workload_rounds(
-        fn, calls_per_round, rounds, None if pipelined else probe, probe_calls, timer, mark_step,
-        reset_peak_memory, peak_memory_bytes, state,
-    )  # fmt: skip
+    peak = _memory_call(fn, timer, mark_step, reset_peak_memory, peak_memory_bytes)
+    samples, interleaved = _workload_rounds(
+        fn, calls_per_round, rounds, None if pipelined else probe, probe_calls, timer, mark_step, state
+    )
     probe_samples = probe_samples or interleaved
     machine = state.medians(probe_samples)
     foreign = host_share.stop() if host_share is not None else None
@@ -253,6 +254,23 @@ def measure(
     )
 
 
+def _memory_call(
+    fn: Callable[[], Any],
+    timer: RegionTimer,
+    mark_step: Callable[[], None],
+    reset_peak_memory: Callable[[], None],
+    peak_memory_bytes: Callable[[], int | None],
+) -> int | None:
+    """The peak memory of one untimed call after warm-up: the window opens just before it (on the CPU,
+    with the heap's free pages returned first), so neither the probes nor what earlier calls left
+    free and reusable hide or inflate what the workload needs."""
+    reset_peak_memory()
+    output = _timed_round(fn, 1, timer, mark_step)
+    timer.stop()  # waits for the call's work
+    check_finite(output, "the memory call's output")
+    return peak_memory_bytes()
+
+
 def _workload_rounds(
     fn: Callable[[], Any],
     calls_per_round: int,
@@ -261,29 +279,22 @@ def _workload_rounds(
     probe_calls: int,
     timer: RegionTimer,
     mark_step: Callable[[], None],
-    reset_peak_memory: Callable[[], None],
-    peak_memory_bytes: Callable[[], int | None],
     state: _StateProbes,
-) -> tuple[list[float], list[float], int | None]:
+) -> tuple[list[float], list[float]]:
     """The timed rounds: seconds per call of each, each followed by a probe round when ``probe`` is
-    given (and every ``STATE_EVERY``-th by the state probes); returns (samples, probe samples, peak)."""
+    given (and every ``STATE_EVERY``-th by the state probes); returns (samples, probe samples)."""
     samples: list[float] = []
     probe_samples: list[float] = []
-    peak: int | None = None
     for round_index in range(rounds):
-        reset_peak_memory()  # per workload round: the probe's own allocations stay out of the peak
         output = _timed_round(fn, calls_per_round, timer, mark_step)
         samples.append(_check_duration(timer.stop(), f"round {round_index + 1} of {rounds}") / calls_per_round)
         check_finite(output, f"the last call's output of round {round_index + 1}")
-        round_peak = peak_memory_bytes()
-        if round_peak is not None:
-            peak = round_peak if peak is None else max(peak, round_peak)
         if probe is not None:
             _timed_round(probe, probe_calls, timer, mark_step)
             probe_samples.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
             if round_index % STATE_EVERY == STATE_EVERY - 1:
                 state.sample()
-    return samples, probe_samples, peak
+    return samples, probe_samples
 
 
 def _probe_calls(

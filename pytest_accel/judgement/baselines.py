@@ -78,8 +78,9 @@ _NEW_FILE_MODE = 0o644
 # A profile ending like this would name the file of another profile at another world size.
 _WORLD_SIZE_SUFFIX = re.compile(r"-w\d+\Z")
 # Provenance fields that change what a figure means: a baseline that differs in one is not compared.
-# Beyond the thread count, a CPU's stepping, caches and vector ISA (a key names family and model).
-COMPARABLE_PROVENANCE = ("cpu_threads", "cpu_stepping", "cache_l2", "cache_l3", "vector_isa")
+# Beyond the thread count, a CPU's stepping, caches and vector ISA (a key names family and model), and
+# the host allocator's mode (engine/devices/hostalloc.py: with freed memory returned, calls pay page faults).
+COMPARABLE_PROVENANCE = ("cpu_threads", "cpu_stepping", "cache_l2", "cache_l3", "vector_isa", "host_allocator")
 # The hardware a figure came from: the device's name (a CPU's vendor and model name, a GPU's, a Gaudi
 # generation) and a CPU's family and model number. Like the fields above, they must be equal; a field
 # that one side records and the other does not makes the figure "new", never compared.

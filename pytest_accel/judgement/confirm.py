@@ -63,6 +63,7 @@ class ChildSettings:
     foreign_cpu_margin: float
     confirmations: int
     cpu_threads: int | None  # the CPU device's thread count; None on accelerators
+    host_allocator: str = "steady"  # the CPU's malloc mode (engine/devices/hostalloc.py)
     inherited: tuple[str, ...] = ()  # the parent's options that decide what code runs (inherited_options)
 
     def arguments(self) -> list[str]:
@@ -78,6 +79,7 @@ class ChildSettings:
             "-o", f"accel_confirmations={self.confirmations}",
             "-o", f"accel_warmup_max_seconds={self.warmup_max_seconds}",
             "-o", f"accel_min_rounds={self.min_rounds}",
+            "-o", f"accel_host_allocator={self.host_allocator}",
             "--accel-structure=off",  # what ran is the parent's to judge: it took the record already
         ]  # fmt: skip
         return [*options, "--accel-cpu-threads", str(self.cpu_threads)] if self.cpu_threads else options

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 from pytest_accel.engine.devices.base import OutOfMemoryReport, slug
+from pytest_accel.engine.devices.hostalloc import configure_host_allocator, release_free_memory
 
 if TYPE_CHECKING:
     import torch
@@ -130,15 +131,19 @@ class CpuDevice:
     kind = "cpu"
     exact_peak_memory = False
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, host_allocator: str = "steady") -> None:
         self.threads = threads or default_cpu_threads()
+        self.host_allocator = host_allocator  # a mode of hostalloc.HOST_ALLOCATOR_MODES
+        self._allocator_in_use: str | None = None
         self._resident_at_reset = 0
 
     def activate(self) -> None:
-        """Pin torch's intra-op threads (see ``default_cpu_threads``)."""
+        """Pin torch's intra-op threads (see ``default_cpu_threads``) and set the host allocator's mode
+        (``hostalloc``: by default freed memory is kept, so no call pays for another's page faults)."""
         import torch
 
         torch.set_num_threads(self.threads)
+        self._allocator_in_use = configure_host_allocator(self.host_allocator)
 
     def is_available(self) -> bool:
         """The CPU is always there."""
@@ -171,6 +176,7 @@ class CpuDevice:
             "torch": torch.__version__,
             "cpu_threads": str(self.threads),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "host_allocator": self._allocator_in_use or configure_host_allocator(self.host_allocator, apply=False),
             "python": platform.python_version(),
             **cpu_identity(),
         }
@@ -189,7 +195,9 @@ class CpuDevice:
         return HostTimer(time.perf_counter, self.synchronize)
 
     def reset_peak_memory(self) -> None:
-        """Reset the peak-RSS counter where the kernel allows it, and note the resident size now."""
+        """Return the heap's free pages to the kernel, reset the peak-RSS counter where the kernel
+        allows it, and note the resident size now: the growth that follows is what the workload needs."""
+        release_free_memory()
         # Not Linux, or not permitted: the peak then covers the whole process so far.
         with contextlib.suppress(OSError):
             _PROC_CLEAR_REFS.write_text(_RESET_PEAK_RSS)
