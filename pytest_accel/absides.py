@@ -13,15 +13,15 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, final
+from typing import final
 
+from pytest_accel.engine.children import kill_group, run_child
 from pytest_accel.outputs.results import ResultFile, ResultsError, load_results
 
 __all__ = [
@@ -158,14 +158,8 @@ def run_process(
     command = [side.python, "-m", "pytest", *_arguments(args, result, empty_baselines, budget)]
     started = time.monotonic()
     with log.open("w", encoding="utf-8") as sink:
-        child = subprocess.Popen(
-            command, cwd=side.cwd, env=_environment(side), stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            returncode = child.wait()
-        finally:
-            if child.poll() is None:
-                _kill_group(child)
+        returncode = run_child(command, side.cwd, _environment(side), sink, stdin=None).returncode
+    assert returncode is not None  # no timeout: the sitting's budget is checked between runs
     return _finished(side, returncode, result, log, started)
 
 
@@ -218,7 +212,7 @@ class Worker:
             returncode = None
         if returncode is None:  # the process ended (or broke the protocol): its words go into this run's log
             if self.alive:
-                _kill_group(self.child)
+                kill_group(self.child)
             returncode = self.child.wait() or 3
             with log.open("a", encoding="utf-8") as sink:
                 sink.write(self.log.read_text(encoding="utf-8", errors="replace"))
@@ -233,19 +227,6 @@ class Worker:
         if not self.busy:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.child.wait(10.0)
-        _kill_group(self.child)  # also what the runs left behind in its group
+        kill_group(self.child)  # also what the runs left behind in its group
         if self.child.stdout is not None:
             self.child.stdout.close()
-
-
-def _kill_group(child: subprocess.Popen[Any]) -> None:
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, sig)
-        try:
-            child.wait(wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    with contextlib.suppress(ProcessLookupError):  # workers the child left behind in its group
-        os.killpg(child.pid, signal.SIGKILL)

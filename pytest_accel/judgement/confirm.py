@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
+from pytest_accel.engine.children import run_child
 from pytest_accel.judgement.verdict import VerdictRecord
 
 __all__ = [
@@ -138,14 +138,16 @@ def confirm_in_fresh_process(
             "--accel-json", str(results), *settings.arguments(),
         ]  # fmt: skip
         child_env = {**(env if env is not None else os.environ), FRESH_PROCESS_ENV: "1"}
+        log = Path(scratch) / "output.log"
         try:
-            ran = subprocess.run(
-                command, cwd=rootdir, env=child_env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_SECONDS
-            )
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return FreshVerdict(None, f"the confirmation process did not finish: {error}")
+            with log.open("w", encoding="utf-8") as sink:
+                ran = run_child(command, rootdir, child_env, sink, timeout=CHILD_TIMEOUT_SECONDS)
+        except OSError as error:
+            return FreshVerdict(None, f"the confirmation process did not start: {error}")
+        if ran.timed_out:
+            return FreshVerdict(None, f"the confirmation process did not finish in {CHILD_TIMEOUT_SECONDS} s")
         if not results.exists():
-            tail = (ran.stdout + ran.stderr).strip().splitlines()[-3:]
+            tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
             return FreshVerdict(None, f"the confirmation process wrote no results (exit {ran.returncode}): {tail}")
         try:
             return _verdict_for(json.loads(results.read_text()), nodeid, metric)

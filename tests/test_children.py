@@ -1,0 +1,58 @@
+"""The one child-process runner: exit codes, output, and a group killed with everything it started."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from pytest_accel.engine.children import run_child
+
+# A child that starts a grandchild of its own (as DataLoader workers are), writes its pid, then waits.
+_FAMILY = (
+    "import subprocess, sys, time\n"
+    "grandchild = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+    "open(sys.argv[1], 'w').write(str(grandchild.pid))\n"
+    "print('started', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A killed process that nobody reaped yet is a zombie: dead for our purpose.
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def test_an_exit_code_and_the_output_come_back(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with log.open("w") as sink:
+        ran = run_child([sys.executable, "-c", "print('hello'); raise SystemExit(3)"], tmp_path, os.environ, sink)
+    assert ran.returncode == 3 and not ran.timed_out
+    assert log.read_text() == "hello\n"
+
+
+def test_a_child_that_overruns_is_killed_with_what_it_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild"
+    log = tmp_path / "log"
+    with log.open("w") as sink:
+        ran = run_child([sys.executable, "-c", _FAMILY, str(pid_file)], tmp_path, os.environ, sink, timeout=5)
+    assert ran.timed_out and ran.returncode is None
+    assert "started" in log.read_text()
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild), "the grandchild outlived its group's kill"
+
+
+def test_stdin_is_empty_unless_asked(tmp_path: Path) -> None:
+    code = "import sys; print(repr(sys.stdin.read()))"
+    with (tmp_path / "log").open("w") as sink:
+        assert run_child([sys.executable, "-c", code], tmp_path, os.environ, sink).returncode == 0
+    assert (tmp_path / "log").read_text() == "''\n"
