@@ -7,11 +7,8 @@ files and tables from ``outputs``. It builds each test's ``Throughput`` from tho
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, final
 
@@ -22,21 +19,19 @@ from pytest_accel.core.measurement import Measurement
 from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
 from pytest_accel.engine.devices.base import Device, RegionTimer
 from pytest_accel.engine.distributed import Coordinator, DistributedTimer, RankFailure, world_from_environment
-from pytest_accel.engine.machine import MeasuredPeak, datasheet_peak, measure_peak, peak_figures
 from pytest_accel.engine.operators import trace_path
-from pytest_accel.engine.provenance import run_provenance
 from pytest_accel.engine.structure import structure_key
+from pytest_accel.finish import RunFigures, RunFiles
 from pytest_accel.fixture import OperatorPlan, StructurePlan, Throughput
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
-from pytest_accel.judgement.calibrate import StandardNeighbour, calibrate_entries
+from pytest_accel.judgement.calibrate import StandardNeighbour
 from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process, inherited_options
 from pytest_accel.judgement.gate import Gate, GateMode
-from pytest_accel.judgement.recording import recorded_entries, stale_tests
+from pytest_accel.judgement.recording import stale_tests
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.options import AccelOptions
-from pytest_accel.outputs.pages import run_summary_markdown
-from pytest_accel.outputs.results import USER_PROPERTY, Recorded, results_document
+from pytest_accel.outputs.results import USER_PROPERTY, Recorded
 from pytest_accel.outputs.terminal import measurement_table, verdict_summary
 from pytest_accel.ranks import RankAgreement
 
@@ -82,7 +77,7 @@ class AccelSession:
         self._gate: Gate | None = None
         self._structure_gate: StructureGate | None = None
         self._structure_key: str | None = None
-        self._peak: MeasuredPeak | None = None
+        self.figures = RunFigures(self.device, self.store, self.options.profile, self.world_size)
         self.neighbour: StandardNeighbour | None = None  # --accel-calibrate's, while it runs
         if self.options.device != "auto":
             self.device()  # an explicit request is checked before anything runs (exit code 4)
@@ -221,31 +216,9 @@ class AccelSession:
 
     def _record(self, item: pytest.Item, result: Measurement, verdict: VerdictRecord | None) -> Measurement:
         """Add the %-of-peak and scaling figures, attach the result and its verdict to the test report."""
-        if not result.disabled:
-            figures: dict[str, float] = {}
-            if result.tflops is not None or result.bytes_per_second is not None:
-                if self._peak is None:
-                    self._peak = measure_peak(self.device())  # once per session: a short matmul and copy
-                sheet = datasheet_peak(self.device().key())
-                figures.update(peak_figures(result.tflops, result.bytes_per_second, self._peak, sheet))
-            efficiency = self._scaling_efficiency(item.nodeid, result)
-            if efficiency is not None:
-                figures["scaling_efficiency"] = efficiency
-            result = replace(result, extra={**result.extra, **figures})
+        result = self.figures.add(item.nodeid, result)
         item.user_properties.append((USER_PROPERTY, Recorded.property_value(result, verdict)))
         return result
-
-    def _scaling_efficiency(self, test: str, measurement: Measurement) -> float | None:
-        """N-device items/s over N x the one-device baseline's (torchrun runs with a world-size-1 baseline)."""
-        if self.world_size == 1:
-            return None
-        try:
-            single = self.store.load(self.device().key(), self.options.profile, 1).get((test, measurement.name))
-        except BaselineError:
-            return None  # reported when the one-device suite runs; not this run's concern
-        if single is None:
-            return None
-        return measurement.items_per_second / (self.world_size * single.items_per_second)
 
     def device_lines(self) -> list[str]:
         """Header lines: device, key and provenance."""
@@ -378,17 +351,13 @@ class AccelSession:
                 self.write_failures.append(f"accel: {self.neighbour.failure}: the calibration may not have seen it")
         if hasattr(self.config, "workerinput") or not self.reports:
             return
-        writers: list[tuple[str, Callable[[], None]]] = []
-        json_path = self.options.json_path
-        if json_path is not None:
-            writers.append((f"--accel-json {json_path}", lambda: self._write_results(json_path)))
-        if self.options.markdown_path is not None:
-            writers.append((f"--accel-markdown {self.options.markdown_path}", self._write_markdown))
-        if self.options.update:
-            writers.append(("the baselines", self._write_baselines))
-            writers.append(("the structural records", self._write_structures))
-        if self.options.calibrate:
-            writers.append(("the calibration", self._write_calibration))
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        files = RunFiles(
+            self.options, self.recorded, self._device, self.baselines, self.store, self.structures,
+            self._structure_gate, self._structure_key, self.world_size, self.config.rootpath,
+            say=lambda line: reporter.write_line(f"accel: {line}") if reporter is not None else None,
+        )  # fmt: skip
+        writers = files.writers()
         for what, write in writers:
             try:
                 write()
@@ -396,61 +365,3 @@ class AccelSession:
                 detail = f"{error.filename}: {error.strerror}" if isinstance(error, OSError) else str(error)
                 self.write_failures.append(f"accel: could not write {what}: {detail}")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
-
-    def _write_markdown(self) -> None:
-        assert self.options.markdown_path is not None
-        title = f"pytest-accel on {self._key()} ({self.options.profile})"
-        self.options.markdown_path.write_text(run_summary_markdown(self.recorded, title))
-
-    def _write_results(self, path: Path) -> None:
-        known = bool(self.recorded) or self._device is not None
-        document = results_document(
-            self.recorded,
-            device_kind=self.options.device if self._device is None else self._device.kind,
-            device_key=self.device().key() if known else None,
-            provenance=self.device().provenance() if known else {},
-            profile=self.options.profile,
-            world_size=self.world_size,
-        )
-        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-
-    def _write_calibration(self) -> None:
-        measured = [r for r in self.recorded if not r.measurement.disabled]
-        entries, skipped = calibrate_entries(
-            [(r.test, r.measurement) for r in measured], self.baselines(), self.options.policy.foreign_cpu_margin
-        )
-        path = self.store.update(self.device().key(), self.options.profile, self.world_size, entries)
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            for line in [f"calibrated {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} in {path}",
-                         *(f"not calibrated: {why}" for why in skipped)]:  # fmt: skip
-                reporter.write_line(f"accel: {line}")
-
-    def _write_structures(self) -> None:
-        gate = self._structure_gate
-        if gate is None or not gate.taken or self._structure_key is None:
-            return
-        path = self.structures.update(self._structure_key, self.options.profile, self.world_size, gate.taken)
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"accel: wrote {len(gate.taken)} structural record(s) to {path}")
-
-    def _write_baselines(self) -> None:
-        measured = [r for r in self.recorded if not r.measurement.disabled]
-        if not measured:
-            return
-        provenance_now = self.device().provenance()
-        provenance = {**provenance_now, **run_provenance(self.config.rootpath, self.options.profile, self.world_size)}
-        entries = recorded_entries(
-            ((r.test, r.measurement) for r in measured),
-            self.baselines(),
-            provenance_now,
-            provenance,
-            self.options.reset_history,
-        )
-        path = self.store.update(self.device().key(), self.options.profile, self.world_size, entries)
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(
-                f"accel: wrote {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} to {path}"
-            )

@@ -1,0 +1,164 @@
+"""What a run leaves behind: its figures beyond the measurement, and the files written when it ends.
+
+``RunFigures`` adds the %-of-peak and multi-device scaling figures to a measurement. ``RunFiles``
+writes ``--accel-json``, ``--accel-markdown``, and with ``--accel-update`` / ``--accel-calibrate``
+the baselines, structural records and calibration; each writer is independent, so one that fails
+loses nothing else (the session names the failure under its table and exits 4).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import final
+
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.engine.devices.base import Device
+from pytest_accel.engine.machine import MeasuredPeak, datasheet_peak, measure_peak, peak_figures
+from pytest_accel.engine.provenance import run_provenance
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
+from pytest_accel.judgement.calibrate import calibrate_entries
+from pytest_accel.judgement.recording import recorded_entries
+from pytest_accel.judgement.structures import StructureGate, StructureStore
+from pytest_accel.options import AccelOptions
+from pytest_accel.outputs.pages import run_summary_markdown
+from pytest_accel.outputs.results import Recorded, results_document
+
+__all__ = ["RunFigures", "RunFiles"]
+
+
+@final
+class RunFigures:
+    """The figures a measurement gains from the run: %-of-peak (measured once per session) and scaling."""
+
+    def __init__(self, device: Callable[[], Device], store: BaselineStore, profile: str, world_size: int) -> None:
+        self._device = device
+        self._store = store
+        self._profile = profile
+        self._world_size = world_size
+        self._peak: MeasuredPeak | None = None
+
+    def add(self, test: str, result: Measurement) -> Measurement:
+        """``result`` with its %-of-peak and scaling figures in ``extra`` (a disabled one as it is)."""
+        if result.disabled:
+            return result
+        figures: dict[str, float] = {}
+        if result.tflops is not None or result.bytes_per_second is not None:
+            if self._peak is None:
+                self._peak = measure_peak(self._device())  # once per session: a short matmul and copy
+            sheet = datasheet_peak(self._device().key())
+            figures.update(peak_figures(result.tflops, result.bytes_per_second, self._peak, sheet))
+        efficiency = self._scaling_efficiency(test, result)
+        if efficiency is not None:
+            figures["scaling_efficiency"] = efficiency
+        return replace(result, extra={**result.extra, **figures})
+
+    def _scaling_efficiency(self, test: str, measurement: Measurement) -> float | None:
+        """N-device items/s over N x the one-device baseline's (torchrun runs with a world-size-1 baseline)."""
+        if self._world_size == 1:
+            return None
+        try:
+            single = self._store.load(self._device().key(), self._profile, 1).get((test, measurement.name))
+        except BaselineError:
+            return None  # reported when the one-device suite runs; not this run's concern
+        if single is None:
+            return None
+        return measurement.items_per_second / (self._world_size * single.items_per_second)
+
+
+@final
+@dataclass(frozen=True)
+class RunFiles:
+    """The files one run writes when it ends, from what it recorded."""
+
+    options: AccelOptions
+    recorded: list[Recorded]
+    device: Device | None  # None: no perf test resolved an ``auto`` device
+    baselines: Callable[[], Mapping[tuple[str, str], BaselineEntry]]
+    store: BaselineStore
+    structures: StructureStore
+    structure_gate: StructureGate | None
+    structure_key: str | None
+    world_size: int
+    rootpath: Path
+    say: Callable[[str], None]  # a line for the terminal
+
+    def writers(self) -> list[tuple[str, Callable[[], None]]]:
+        """(what, write) for each output this run asked for, in the order they are written."""
+        options, writers = self.options, []
+        json_path = options.json_path
+        if json_path is not None:
+            writers.append((f"--accel-json {json_path}", lambda: self.write_results(json_path)))
+        if options.markdown_path is not None:
+            writers.append((f"--accel-markdown {options.markdown_path}", self.write_markdown))
+        if options.update:
+            writers.append(("the baselines", self.write_baselines))
+            writers.append(("the structural records", self.write_structures))
+        if options.calibrate:
+            writers.append(("the calibration", self.write_calibration))
+        return writers
+
+    def key(self) -> str:
+        """The device key, or the ``--device`` choice when no device was resolved."""
+        return self.device.key() if self.device is not None else self.options.device
+
+    def _device(self) -> Device:
+        assert self.device is not None, "only runs that measured write baselines"
+        return self.device
+
+    def write_markdown(self) -> None:
+        """``--accel-markdown``: the run's summary page."""
+        assert self.options.markdown_path is not None
+        title = f"pytest-accel on {self.key()} ({self.options.profile})"
+        self.options.markdown_path.write_text(run_summary_markdown(self.recorded, title))
+
+    def write_results(self, path: Path) -> None:
+        """``--accel-json``: every measurement with its verdict and the run's provenance."""
+        document = results_document(
+            self.recorded,
+            device_kind=self.device.kind if self.device is not None else self.options.device,
+            device_key=self.device.key() if self.device is not None else None,
+            provenance=self.device.provenance() if self.device is not None else {},
+            profile=self.options.profile,
+            world_size=self.world_size,
+        )
+        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+    def write_calibration(self) -> None:
+        """``--accel-calibrate``: each measured test's move beside the standard neighbour, into its entry."""
+        measured = [r for r in self.recorded if not r.measurement.disabled]
+        entries, skipped = calibrate_entries(
+            [(r.test, r.measurement) for r in measured], self.baselines(), self.options.policy.foreign_cpu_margin
+        )
+        path = self.store.update(self._device().key(), self.options.profile, self.world_size, entries)
+        self.say(f"calibrated {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} in {path}")
+        for why in skipped:
+            self.say(f"not calibrated: {why}")
+
+    def write_structures(self) -> None:
+        """``--accel-update``: the structural records this run took."""
+        gate = self.structure_gate
+        if gate is None or not gate.taken or self.structure_key is None:
+            return
+        path = self.structures.update(self.structure_key, self.options.profile, self.world_size, gate.taken)
+        self.say(f"wrote {len(gate.taken)} structural record(s) to {path}")
+
+    def write_baselines(self) -> None:
+        """``--accel-update``: this run's figures as the baseline entries, with their recording history."""
+        measured = [r for r in self.recorded if not r.measurement.disabled]
+        if not measured:
+            return
+        device = self._device()
+        provenance_now = device.provenance()
+        provenance = {**provenance_now, **run_provenance(self.rootpath, self.options.profile, self.world_size)}
+        entries = recorded_entries(
+            ((r.test, r.measurement) for r in measured),
+            self.baselines(),
+            provenance_now,
+            provenance,
+            self.options.reset_history,
+        )
+        path = self.store.update(device.key(), self.options.profile, self.world_size, entries)
+        self.say(f"wrote {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} to {path}")
