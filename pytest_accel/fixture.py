@@ -27,7 +27,7 @@ from pytest_accel.core.operators import absent_line, explain
 from pytest_accel.core.structure import Structure
 from pytest_accel.core.units import format_bytes, format_seconds
 from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
-from pytest_accel.engine.machine import HostShare, state_probe_bytes, state_probes
+from pytest_accel.engine.machine import FRESH_FAULT_PROBE, HostShare, state_probe_bytes, state_probes
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
 from pytest_accel.engine.operators import TraceError, profile_operators
 from pytest_accel.engine.structure import CompileWatch, take_structure
@@ -380,6 +380,7 @@ class Throughput:
                 state_probes=others,
                 host_share=HostShare(),
                 pipelined=pipelined,
+                fault_probe=FRESH_FAULT_PROBE if FRESH_FAULT_PROBE[0] in others else None,
             )
         except MeasurementError as error:
             failure = f"{name}: {error}"

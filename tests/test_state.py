@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_measure import FakeClock, constant, workload
 
-from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.measurement import FAULT_SHARE, Measurement
+from pytest_accel.engine import measure as measure_module
 from pytest_accel.engine.devices.cpu import HostTimer, cpu_identity
 from pytest_accel.engine.measure import STATE_EVERY, MeasureConfig, measure
 from pytest_accel.judgement import gate as gate_module
@@ -360,3 +361,55 @@ def test_a_slower_figure_on_a_shared_host_is_noisy_and_says_so() -> None:
     # and an unchanged figure on the shared host stays unchanged, saying the host was shared
     calm = judge_time(observation(0.01, shared), observation(0.01, runs=recorded), POLICY)
     assert calm.outcome is Outcome.UNCHANGED and "the host was shared" in calm.reason
+
+
+FRESH_RECORDED = tuple({**state, "fresh": 2.6e-3} for state in RECORDED)
+
+
+def test_dearer_page_faults_move_a_workload_only_by_the_share_its_own_faults_take() -> None:
+    dear = {**QUIET, "fresh": 2.6e-3 * 1.5}  # each page fault 1.5x as long as in every recording
+    whole = state_shift(dear, FRESH_RECORDED)  # unknown share (an older result): the whole excess counts
+    # beyond the highest recording (2.6 / 0.99 relative to 2.6 / 1.00), less the 10% noise floor
+    assert whole.slower == pytest.approx(math.log(1.5) - math.log(1 / 0.99) - 0.10, abs=1e-9)
+    assert state_shift({**dear, FAULT_SHARE: 0.0}, FRESH_RECORDED) == StateShift()  # faults nothing: no shift
+    half = state_shift({**dear, FAULT_SHARE: 0.5}, FRESH_RECORDED)
+    assert half.slower == pytest.approx(math.log1p(0.5 * math.expm1(whole.slower)), abs=1e-9)
+    assert "this test's own page faults took 50% of its time" in half.why_slower
+
+
+def test_a_slowdown_of_a_workload_that_faults_nothing_is_judged_when_page_faults_got_dearer() -> None:
+    dear = {**QUIET, "fresh": 2.6e-3 * 1.4, FAULT_SHARE: 0.001}
+    verdict = judge_time(observation(0.0125, dear), observation(0.01, runs=FRESH_RECORDED), POLICY)
+    assert verdict.outcome is Outcome.REGRESSED
+    unknown = {k: v for k, v in dear.items() if k != FAULT_SHARE}
+    assert judge_time(observation(0.0112, unknown), observation(0.01, runs=FRESH_RECORDED), POLICY).outcome is (
+        Outcome.NOISY
+    )
+
+
+def test_a_workloads_fault_share_is_its_faults_at_the_fresh_probes_cost_per_fault(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = FakeClock()
+    faults = [0]
+
+    def fn() -> float:
+        clock.now += 0.001
+        faults[0] += 100  # 100 faults per call
+        return 1.0
+
+    def fresh() -> None:
+        clock.now += 0.0025  # 1000 faults at 2.5 us: 2.5 ms
+        faults[0] += 1000
+
+    _, compute = workload(clock, constant(0.001))
+    monkeypatch.setattr(measure_module, "_minor_faults", lambda: faults[0])
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", probe=compute,
+                     state_probes={"fresh": fresh}, fault_probe=("fresh", 1000),
+                     config=MeasureConfig(measure_seconds=0.05, round_seconds=0.01, min_rounds=5))  # fmt: skip
+    # 100 faults x 2.5 us = 0.25 ms of a 1 ms call; the probe's own faults are not the workload's.
+    assert result.state[FAULT_SHARE] == pytest.approx(0.25)
+    piped = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", probe=compute,
+                    state_probes={"fresh": fresh}, fault_probe=("fresh", 1000), pipelined=True,
+                    config=MeasureConfig(measure_seconds=0.05, round_seconds=0.01, min_rounds=5))  # fmt: skip
+    assert FAULT_SHARE not in piped.state  # its producers fault in processes of their own

@@ -12,6 +12,7 @@ from pytest_accel.core.stats import median, relative_spread
 
 __all__ = [
     "DEFAULT_METRIC",
+    "FAULT_SHARE",
     "FOREIGN_CPU",
     "UNPROBED",
     "Measurement",
@@ -28,6 +29,11 @@ FOREIGN_CPU = "foreign_cpu"
 # An entry of ``Measurement.state`` set (to 1) when the state probes could not run (their buffers could not
 # be allocated, say after a test that ran out of memory): nothing is known of the machine's state.
 UNPROBED = "unprobed"
+# An entry of ``Measurement.state`` that is not a probe's time: the share (0..1) of the workload's call
+# time its own page faults took in the timed rounds (its minor faults per call, at what one fault cost
+# the fresh-pages probe). How far a change in what a page fault costs could move this workload: a
+# workload that faults nothing is not slowed by it (judgement/state.py). Absent where not counted.
+FAULT_SHARE = "fault_share"
 
 
 def display_name(test: str, metric: str) -> str:

@@ -21,6 +21,7 @@ from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.measure import MeasureConfig, measure
 
 __all__ = [
+    "FRESH_FAULT_PROBE",
     "DatasheetPeak",
     "HostShare",
     "MeasuredPeak",
@@ -69,6 +70,8 @@ def reference_kernel(device: Device) -> Callable[[], object]:
 # see it (docs/sensitivity.md).
 # Accelerators' caching allocators keep workloads from mapping memory per call: no such probe there.
 _FRESH_BYTES = 4 * 2**20
+# What ``measure`` needs to price a workload's own page faults: the probe's name, the faults per call.
+FRESH_FAULT_PROBE = ("fresh", _FRESH_BYTES // mmap.PAGESIZE)
 _STATE_COPY_BYTES = {"cpu": 32 * 2**20, "accelerator": 128 * 2**20}
 _STATE_GATHER = {"cpu": (64 * 2**20, 128 * 2**10), "accelerator": (128 * 2**20, 2**20)}  # (buffer bytes, indices)
 _INDEX_BYTES = 8  # torch.randint's int64

@@ -39,11 +39,16 @@ from __future__ import annotations
 
 import math
 import time
+
+try:
+    import resource
+except ImportError:  # not on Windows: no page-fault counts there
+    resource = None  # type: ignore[assignment]
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, final
 
-from pytest_accel.core.measurement import FOREIGN_CPU, Measurement
+from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement
 from pytest_accel.core.stats import median
 from pytest_accel.engine.devices.base import RegionTimer
 
@@ -190,19 +195,20 @@ def measure(
     pipelined: bool = False,
     state_probes: Mapping[str, Callable[[], Any]] | None = None,
     host_share: HostShareMeter | None = None,
+    fault_probe: tuple[str, int] | None = None,
 ) -> Measurement:
     """Warm up, calibrate and time ``fn`` (alternating with ``probe`` rounds when given).
 
-    ``pipelined``: ``fn`` consumes what background work produces (DataLoader workers, a prefetching
-    media pipeline). Any pause between its rounds lets the producers fill their queues, so the next
-    round's first calls return at once and the figure overstates the sustained rate. So then the
-    calls per round are calibrated on back-to-back blocks, not on single calls that may have been
-    prefetched, and the probe rounds all run before the workload's rounds instead of between them.
+    ``pipelined``: ``fn`` consumes what background work produces (DataLoader workers): a pause
+    between rounds would let the producers fill their queues and overstate the sustained rate, so
+    calls per round come from back-to-back blocks and the probe rounds all run first.
 
     ``state_probes`` (name -> kernel) are timed too, every ``STATE_EVERY`` rounds (pipelined: in the
     probe block); the result's ``state`` holds each one's median seconds per call, and ``compute``,
     the median of ``probe``'s. ``host_share`` (a start/stop meter) adds ``foreign_cpu``: the share
-    of the host's CPU time other processes used during the timed rounds.
+    of the host's CPU time other processes used during the timed rounds. ``fault_probe`` (a state
+    probe's name, the page faults one call of it takes) adds ``fault_share``: the share of the
+    workload's time its own page faults took at that probe's cost per fault (not when pipelined).
     """
     config = config or MeasureConfig()
     if not (math.isfinite(items_per_call) and items_per_call > 0):
@@ -212,9 +218,7 @@ def measure(
         estimate = _sustained_estimate(fn, timer, mark_step, config)
     else:
         estimate = median(warmup_times[-config.warmup_window :])
-    calls_per_round = max(1, math.ceil(config.round_seconds / estimate))
-    wanted_rounds = math.ceil(config.measure_seconds / (calls_per_round * estimate))
-    rounds = min(max(wanted_rounds, config.min_rounds), config.max_rounds)
+    calls_per_round, rounds = _rounds(estimate, config)
     probe_calls = _probe_calls(probe, timer, mark_step, config) if probe is not None else 0
 
     state = _StateProbes(state_probes or {}, timer, mark_step, config)
@@ -229,13 +233,14 @@ def measure(
         _timed_round(fn, calls_per_round, timer, mark_step)
         timer.stop()
     peak = _memory_call(fn, timer, mark_step, reset_peak_memory, peak_memory_bytes)
-    samples, interleaved = _workload_rounds(
+    samples, interleaved, faults = _workload_rounds(
         fn, calls_per_round, rounds, None if pipelined else probe, probe_calls, timer, mark_step, state
     )
     probe_samples = probe_samples or interleaved
     machine = state.medians(probe_samples)
-    foreign = host_share.stop() if host_share is not None else None
-    if foreign is not None:
+    if fault_probe is not None and faults is not None and not pipelined:
+        machine.update(_fault_share(fault_probe, machine, faults / (rounds * calls_per_round), median(samples)))
+    if (foreign := host_share.stop() if host_share is not None else None) is not None:
         machine[FOREIGN_CPU] = foreign
     return Measurement(
         unit=unit,
@@ -252,6 +257,13 @@ def measure(
         probe_samples=tuple(probe_samples),
         state=machine,
     )
+
+
+def _rounds(estimate: float, config: MeasureConfig) -> tuple[int, int]:
+    """(calls per round, rounds) for a call of ``estimate`` seconds: the module docstring's calibration."""
+    calls_per_round = max(1, math.ceil(config.round_seconds / estimate))
+    wanted_rounds = math.ceil(config.measure_seconds / (calls_per_round * estimate))
+    return calls_per_round, min(max(wanted_rounds, config.min_rounds), config.max_rounds)
 
 
 def _memory_call(
@@ -280,21 +292,44 @@ def _workload_rounds(
     timer: RegionTimer,
     mark_step: Callable[[], None],
     state: _StateProbes,
-) -> tuple[list[float], list[float]]:
+) -> tuple[list[float], list[float], int | None]:
     """The timed rounds: seconds per call of each, each followed by a probe round when ``probe`` is
-    given (and every ``STATE_EVERY``-th by the state probes); returns (samples, probe samples)."""
+    given (and every ``STATE_EVERY``-th by the state probes); returns (samples, probe samples, the
+    process's minor page faults during the workload's rounds, or None where the OS does not count them)."""
     samples: list[float] = []
     probe_samples: list[float] = []
+    faults: int | None = 0
     for round_index in range(rounds):
+        before = _minor_faults()  # read outside the timer: the figure does not pay for it
         output = _timed_round(fn, calls_per_round, timer, mark_step)
         samples.append(_check_duration(timer.stop(), f"round {round_index + 1} of {rounds}") / calls_per_round)
+        after = _minor_faults()
+        faults = None if faults is None or before is None or after is None else faults + after - before
         check_finite(output, f"the last call's output of round {round_index + 1}")
         if probe is not None:
             _timed_round(probe, probe_calls, timer, mark_step)
             probe_samples.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
             if round_index % STATE_EVERY == STATE_EVERY - 1:
                 state.sample()
-    return samples, probe_samples
+    return samples, probe_samples, faults
+
+
+def _fault_share(
+    fault_probe: tuple[str, int], state: Mapping[str, float], faults_per_call: float, seconds_per_call: float
+) -> dict[str, float]:
+    """``{FAULT_SHARE: share}``: the workload's page faults per call at the fault probe's cost per fault,
+    as a share of its call; nothing when that probe did not run."""
+    name, probe_faults = fault_probe
+    if name not in state:
+        return {}
+    return {FAULT_SHARE: min(1.0, faults_per_call * state[name] / probe_faults / seconds_per_call)}
+
+
+def _minor_faults() -> int | None:
+    """This process's minor page faults so far (every thread's), or None where ``resource`` is missing."""
+    if resource is None:
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def _probe_calls(

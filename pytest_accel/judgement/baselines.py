@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
 
-from pytest_accel.core.measurement import FOREIGN_CPU, UNPROBED, Measurement, compared_samples
+from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, UNPROBED, Measurement, compared_samples
 from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.stats import median
 from pytest_accel.core.validation import Invalid as _Invalid
@@ -460,7 +460,8 @@ def calibrated(previous: BaselineEntry, measurement: Measurement, margin: float)
         )
     # The run's state probes too: the state a neighbour puts the machine in is covered by this run's
     # figure, so a verdict beside a neighbour compares the state now with these as well (verdict.py).
-    probes = {name: s for name, s in measurement.state.items() if name not in (FOREIGN_CPU, UNPROBED) and s > 0}
+    not_probes = (FOREIGN_CPU, UNPROBED, FAULT_SHARE)
+    probes = {name: s for name, s in measurement.state.items() if name not in not_probes and s > 0}
     run = {**probes, CALIBRATED: median(measurement.compared_samples), FOREIGN_CPU: share}
     return replace(previous, calibration=(*previous.calibration, run)[-MAX_RUN_HISTORY:])
 
