@@ -164,6 +164,7 @@ class AccelOptions:
     structure: str = "fail"  # what a structural change does: fail, warn or off (STRUCTURE_POLICIES)
     structure_only: bool = False  # --accel-structure-only: judge what ran, not time
     host_allocator: str = "steady"  # the CPU's malloc mode (engine/devices/hostalloc.py)
+    peak_figures: bool = True  # measure the device's peaks once per run for the %-of-peak figures
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AccelOptions:
@@ -211,26 +212,33 @@ class AccelOptions:
             structure_only=bool(option.accel_structure_only),
             host_allocator=option.accel_host_allocator
             or ini_choice(config, "accel_host_allocator", HOST_ALLOCATOR_MODES),
+            peak_figures=ini_bool(config, "accel_peak_figures"),
         )
 
     def child_settings(self, device: str, cpu_threads: int | None, inherited: tuple[str, ...]) -> ChildSettings:
         """These options as a child pytest gets them (a confirmation, the calibration's neighbour): the
-        resolved ``device`` kind, its CPU thread count, and the parent's options that decide what code runs."""
+        resolved ``device`` kind, its CPU thread count, and the parent's options that decide what code runs.
+
+        Every setting that decides a figure or a verdict goes to the child as its ini override: a
+        setting added here is all a child needs (the one place that lists them)."""
         policy = self.policy
+        ini = {
+            "accel_measure_seconds": self.measure_seconds,
+            "accel_warmup_max_seconds": self.warmup_max_seconds,
+            "accel_min_rounds": self.min_rounds,
+            "accel_tolerance": policy.tolerance,
+            "accel_memory_tolerance": policy.memory_tolerance,
+            "accel_state_noise_floor": policy.state_noise_floor,
+            "accel_foreign_cpu_margin": policy.foreign_cpu_margin,
+            "accel_confirmations": self.confirmations,
+            "accel_host_allocator": self.host_allocator,
+        }
         return ChildSettings(
             device=device,
             profile=self.profile,
             baselines=self.baselines,
-            measure_seconds=self.measure_seconds,
-            warmup_max_seconds=self.warmup_max_seconds,
-            min_rounds=self.min_rounds,
-            tolerance=policy.tolerance,
-            memory_tolerance=policy.memory_tolerance,
-            state_noise_floor=policy.state_noise_floor,
-            foreign_cpu_margin=policy.foreign_cpu_margin,
-            confirmations=self.confirmations,
+            ini=tuple((name, str(value)) for name, value in ini.items()),
             cpu_threads=cpu_threads,
-            host_allocator=self.host_allocator,
             inherited=inherited,
         )
 

@@ -301,7 +301,7 @@ def test_after_refuted_suspects_later_ones_are_noisy_without_a_process_each(monk
         (f"t::{i}", "throughput"): BaselineEntry(f"t::{i}", "throughput", "x", 1.0, base.samples, base.probe_samples)
         for i in range(4)
     }
-    settings = ChildSettings("cpu", "smoke", Path("."), 1.0, 1.0, 20, 0.05, 0.1, 0.1, 0.15, 0, 1)
+    settings = ChildSettings("cpu", "smoke", Path("."), (("accel_measure_seconds", "1.0"),), 1)
     gate = Gate(lambda: entries, {}, GateMode(confirmations=0, fresh_process=settings), Path("."), gate_memory=False)
     outcomes = [gate.judge(f"t::{i}", slow, POLICY, lambda: slow).result.outcome for i in range(4)]
     assert outcomes == [Outcome.UNCHANGED] * REFUTED_LIMIT + [Outcome.NOISY] * (4 - REFUTED_LIMIT)

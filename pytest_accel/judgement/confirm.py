@@ -49,37 +49,24 @@ class FreshVerdict:
 @final
 @dataclass(frozen=True)
 class ChildSettings:
-    """What a confirmation child needs to measure and judge exactly as this run does."""
+    """What a child pytest (a confirmation, the calibration's neighbour) needs to measure and judge
+    exactly as this run does: the resolved device, and this run's value of every setting that
+    decides a figure or a verdict, as ini overrides (``options.AccelOptions.child_settings`` lists them)."""
 
     device: str  # the resolved device kind, never "auto"
     profile: str
     baselines: Path
-    measure_seconds: float
-    warmup_max_seconds: float
-    min_rounds: int
-    tolerance: float
-    memory_tolerance: float
-    state_noise_floor: float
-    foreign_cpu_margin: float
-    confirmations: int
-    cpu_threads: int | None  # the CPU device's thread count; None on accelerators
-    host_allocator: str = "steady"  # the CPU's malloc mode (engine/devices/hostalloc.py)
+    ini: tuple[tuple[str, str], ...]  # (ini name, this run's value): accel_tolerance, accel_min_rounds, ...
+    cpu_threads: int | None = None  # the CPU device's thread count; None on accelerators
     inherited: tuple[str, ...] = ()  # the parent's options that decide what code runs (inherited_options)
 
     def arguments(self) -> list[str]:
         """The child's pytest options: the inherited ones first, so this run's resolved settings win."""
+        overrides = [option for name, value in self.ini for option in ("-o", f"{name}={value}")]
         options = [
             *self.inherited,
-            "--accel-device", self.device, "--accel-profile", self.profile,
-            "--accel-baselines", str(self.baselines), "--accel-measure-seconds", str(self.measure_seconds),
-            "-o", f"accel_tolerance={self.tolerance}",
-            "-o", f"accel_memory_tolerance={self.memory_tolerance}",
-            "-o", f"accel_state_noise_floor={self.state_noise_floor}",
-            "-o", f"accel_foreign_cpu_margin={self.foreign_cpu_margin}",
-            "-o", f"accel_confirmations={self.confirmations}",
-            "-o", f"accel_warmup_max_seconds={self.warmup_max_seconds}",
-            "-o", f"accel_min_rounds={self.min_rounds}",
-            "-o", f"accel_host_allocator={self.host_allocator}",
+            "--accel-device", self.device, "--accel-profile", self.profile, "--accel-baselines", str(self.baselines),
+            *overrides,
             "--accel-structure=off",  # what ran is the parent's to judge: it took the record already
         ]  # fmt: skip
         return [*options, "--accel-cpu-threads", str(self.cpu_threads)] if self.cpu_threads else options
