@@ -1,5 +1,6 @@
-"""The ``pytest-accel`` command: report, compare, history, baselines, ab. Inputs are only ever read.
+"""The ``pytest-accel`` command: report, compare, history, archive, export, baselines, ab.
 
+Inputs are only ever read; ``archive`` adds a file to the history folder it is given, and nothing else.
 Exit codes: 0 fine; 1 ``compare`` or ``ab`` found a regression; 2 a bad input (named, with why);
 ``ab`` also 125 (inconclusive: ``git bisect run`` skips the commit) and 130 (interrupted).
 """
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import math
+import os
+import platform
 import signal
 import subprocess
 import sys
@@ -18,12 +22,23 @@ from pathlib import Path
 from pytest_accel.ab import ABError, ABSettings, run_ab
 from pytest_accel.core.measurement import display_name
 from pytest_accel.core.operators import explain
-from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_percent_change, format_rate
+from pytest_accel.engine.provenance import git_commit
 from pytest_accel.judgement.baselines import BaselineError, BaselineStore
-from pytest_accel.judgement.history import change_points
+from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, DETECTORS
 from pytest_accel.judgement.paired import SequentialPlan
 from pytest_accel.judgement.verdict import Observation, Outcome, VerdictPolicy, judge_time
+from pytest_accel.outputs.exports import bencher_metrics, github_action_benchmark
+from pytest_accel.outputs.history_index import HistoryIndex, HistoryIndexError
+from pytest_accel.outputs.history_store import (
+    HistoryError,
+    Night,
+    Stamp,
+    archive,
+    by_device,
+    night_of,
+    result_paths,
+)
 from pytest_accel.outputs.pages import (
     column_labels,
     cross_device_rows,
@@ -135,31 +150,96 @@ def cmd_compare(options: argparse.Namespace) -> int:
     return 1 if regressed else 0
 
 
-def cmd_history(options: argparse.Namespace) -> int:
-    """Trends over nightly result files, with change points found statistically."""
-    paths = sorted(options.folder.glob("*.json"))
-    if not paths:
-        raise ResultsError(f"{options.folder}: no result files (*.json)")
-    files = sorted(_load_all(paths), key=lambda f: (f.date, f.path.name))
-    nights = [f.date[:10] or f.path.stem for f in files]
-    rows, sections = [], []
-    for key in sorted({key for f in files for key in f.measurements}):
-        points = [(i, f.measurements[key]) for i, f in enumerate(files) if key in f.measurements]
+def _history_table(
+    nights: Sequence[Night], tolerance: float, detector: str, plots: bool
+) -> tuple[list[list[str]], list[tuple[str, str, Sequence[str]]]]:
+    """One device's rows (a row per measurement) and, with ``plots``, a plot section per figure that got slower."""
+    detect = DETECTORS[detector]
+    rows: list[list[str]] = []
+    sections: list[tuple[str, str, Sequence[str]]] = []
+    for key in sorted({key for night in nights for key in night.figures}):
+        points = [night for night in nights if key in night.figures]
         # The compared figure: time relative to the reference kernel where recorded, else seconds per call.
-        values = [median(m.compared_samples) for _, m in points]
-        labels = [nights[i] for i, _ in points]
-        changes = change_points(values, options.tolerance)
-        text = "; ".join(f"{labels[c.index]}: {(c.ratio - 1) * 100:+.1f}% time (p={c.p_value:.1g})" for c in changes)
+        values = [night.figures[key].compared for night in points]
+        labels = [night.label for night in points]
+        changes = detect(values, tolerance)
+        text = "; ".join(
+            f"{labels[c.index]}{f' ({points[c.index].commit[:12]})' if points[c.index].commit else ''}: "
+            f"{(c.ratio - 1) * 100:+.1f}% time (p={c.p_value:.1g})"
+            for c in changes
+        )
         name = display_name(*key)
-        rows.append([name, str(len(points)), f"{format_rate(points[-1][1].items_per_second)}", text or "none"])
-        if any(c.ratio > 1 for c in changes):
+        rows.append([name, str(len(points)), format_rate(points[-1].figures[key].items_per_second), text or "none"])
+        if plots and any(c.ratio > 1 for c in changes):
             png = plot_png(name, {"relative time": values}, labels, "time per call (normalised)", changes)
             sections.append((f"Slower since {labels[changes[-1].index]}: {name}", "", [png]))
-    header = ["test", "nights", "latest items/s", "change points (first night, change, p)"]
-    print(markdown_table(header, rows))
+    return rows, sections
+
+
+def _history_nights(options: argparse.Namespace) -> tuple[list[Night], list[Path]]:
+    """The nights to show, from the folder or its index; and the files read (never to be written over)."""
+    if options.db is None:
+        if options.folder is None:
+            raise OutputError("history: give a folder of result files, or --db FILE (or both)")
+        paths = result_paths(options.folder)
+        return [night_of(load_results(path)) for path in paths], paths
+    with HistoryIndex(options.db) as index:
+        if options.folder is None:
+            return index.nights(), [options.db]
+        done = index.refresh(options.folder)
+        print(f"{options.db}: {done.read} read, {done.kept} unchanged, {done.dropped} dropped", file=sys.stderr)
+        return index.nights(), [options.db, *result_paths(options.folder)]
+
+
+def cmd_history(options: argparse.Namespace) -> int:
+    """Trends over nightly result files (a folder, a data branch's checkout, or its index), with change points."""
+    nights, inputs = _history_nights(options)
+    if not nights:
+        raise OutputError(f"{options.db}: indexes no nights; give the history folder to fill it")
+    header = ["test", "nights", "latest items/s", "change points (first night, commit, change, p)"]
+    devices = by_device(nights)
+    sections: list[tuple[str, str, Sequence[str]]] = []
+    for device, mine in devices.items():
+        rows, plots = _history_table(mine, options.tolerance, options.detector, options.html is not None)
+        if len(devices) > 1:  # one device reads as before: a single table
+            print(f"### {device or 'unknown device'}\n")
+        print(markdown_table(header, rows))
+        sections.append((f"Figures: {device}", html_table(header, rows), []))
+        sections.extend(plots)
     if options.html is not None:
-        page = html_page("pytest-accel history", [("Figures", html_table(header, rows), []), *sections])
-        _write(options.html, page, paths)
+        _write(options.html, html_page("pytest-accel history", sections), inputs)
+    return 0
+
+
+def cmd_archive(options: argparse.Namespace) -> int:
+    """File a result file into a history folder (a data branch's checkout); prints the path it has there."""
+    recorded = load_results(options.results).provenance
+    commit = options.commit or recorded.get("commit") or os.environ.get("GITHUB_SHA") or git_commit(Path.cwd())
+    stamp = Stamp(
+        commit=None if commit == "unknown" else commit,  # git_commit's word for "not a git checkout"
+        runner=options.runner or recorded.get("runner") or os.environ.get("RUNNER_NAME") or platform.node() or None,
+        run=options.run_id or recorded.get("run"),
+    )
+    path, written = archive(options.results, options.into, stamp)
+    print(path)
+    print(f"{'filed' if written else 'already filed, identical'}: {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_export(options: argparse.Namespace) -> int:
+    """A result file as github-action-benchmark's custom JSON or Bencher's metric format."""
+    result = load_results(options.results)
+    if options.format == "bencher":
+        document: object = bencher_metrics(result)
+    else:
+        document = github_action_benchmark(result, bigger_is_better=options.format == "gab-bigger")
+    if not document:
+        raise OutputError(f"{options.results}: no timed measurement to export")
+    text = json.dumps(document, indent=2) + "\n"
+    if options.output is None:
+        print(text, end="")
+    else:
+        _write(options.output, text, [options.results])
     return 0
 
 
@@ -231,6 +311,51 @@ def cmd_ab(options: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _add_history_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``history``, ``archive`` and ``export``: the nightly history, its filing, and the dashboards' formats."""
+    history = commands.add_parser(
+        "history",
+        help="trends and change points over nightly result files",
+        description="Reads every result file under FOLDER (at any depth: a data branch's checkout), a table"
+        " per device. With --db, through an SQLite index of the folder, refreshed for new or changed files.",
+    )
+    history.add_argument("folder", type=Path, nargs="?", help="the history folder (optional with --db)")
+    history.add_argument("--db", type=Path, metavar="FILE", help="an SQLite index of the folder, made if absent")
+    history.add_argument("--tolerance", type=_tolerance, default=0.05)
+    history.add_argument(
+        "--detector",
+        choices=sorted(DETECTORS),
+        default=DEFAULT_DETECTOR,
+        help=f"how change points are found (default {DEFAULT_DETECTOR}: docs/history.md says why)",
+    )
+    history.add_argument("--html", type=Path)
+    history.set_defaults(run=cmd_history)
+    filing = commands.add_parser(
+        "archive",
+        help="file a result file into a history folder: FOLDER/<device key>/<date>-<commit>-<run>.json",
+        description="Validates the file, adds the commit, runner and run to its provenance, and writes it"
+        " atomically under a lock; the identical file already there is a no-op, a different one an error"
+        " (exit 2). Prints the path it was filed under.",
+    )
+    filing.add_argument("results", type=Path, help="an --accel-json file")
+    filing.add_argument("--into", type=Path, required=True, metavar="FOLDER", help="the history folder")
+    filing.add_argument("--commit", help="the commit measured (default: recorded, $GITHUB_SHA, or git HEAD here)")
+    filing.add_argument("--runner", help="the machine (default: recorded, $RUNNER_NAME, or the host name)")
+    filing.add_argument("--run-id", help="the CI run, e.g. id-attempt (default: recorded, or a hash of the file)")
+    filing.set_defaults(run=cmd_archive)
+    export = commands.add_parser("export", help="a result file for github-action-benchmark or Bencher")
+    export.add_argument(
+        "--format",
+        required=True,
+        choices=["gab-bigger", "gab-smaller", "bencher"],
+        help="gab-bigger: customBiggerIsBetter (items/s); gab-smaller: customSmallerIsBetter (ms/call);"
+        " bencher: Bencher Metric Format (throughput, latency in ns, peak-memory)",
+    )
+    export.add_argument("results", type=Path, help="an --accel-json file")
+    export.add_argument("--output", type=Path, help="write here (default: standard output)")
+    export.set_defaults(run=cmd_export)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytest-accel", description="Reports and comparisons of pytest-accel results")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -252,11 +377,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("b", type=Path)
     compare.add_argument("--tolerance", type=_tolerance, default=0.05)
     compare.set_defaults(run=cmd_compare)
-    history = commands.add_parser("history", help="trends and change points over nightly result files")
-    history.add_argument("folder", type=Path)
-    history.add_argument("--tolerance", type=_tolerance, default=0.05)
-    history.add_argument("--html", type=Path)
-    history.set_defaults(run=cmd_history)
+    _add_history_commands(commands)
     baselines = commands.add_parser("baselines", help="show the baseline store, or prune stale entries")
     actions = baselines.add_subparsers(dest="action", required=True)
     show = actions.add_parser("show", help="every baseline file with its entries")
@@ -340,7 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.pytest_args = passed
     try:
         return int(options.run(options))
-    except (ResultsError, BaselineError, OutputError) as error:
+    except (ResultsError, BaselineError, OutputError, HistoryError, HistoryIndexError) as error:
         print(f"pytest-accel: {error}", file=sys.stderr)
         return 2
     except ABError as error:

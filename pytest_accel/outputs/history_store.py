@@ -1,0 +1,211 @@
+"""The nightly history as a folder of result files: how a night is filed, and how the folder is read.
+
+Pure: no torch, no pytest. The layout, one file per night and device::
+
+    FOLDER/<device key>/<date>-<commit>-<run>.json
+
+Each file is an ``--accel-json`` result file, validated on the way in, whose provenance also names the
+commit, the runner and the run. A folder of plain files is what a git branch holds: the nightly keeps
+its history on a data branch, where nothing expires, and ``pytest-accel history`` reads the branch's
+checkout (or any folder of result files, at any depth).
+
+Filing is atomic (a temporary file renamed into place) and serialised by an exclusive ``flock`` on
+``FOLDER/.pytest-accel.lock``, so two jobs filing into one folder at once cannot interleave; a file of
+the same name is never overwritten: the identical file is a no-op, a different one an error.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import final
+
+from pytest_accel.core.stats import median
+from pytest_accel.outputs.results import ResultFile, load_results
+
+__all__ = [
+    "LOCK_NAME",
+    "PROVENANCE_KEYS",
+    "Figure",
+    "HistoryError",
+    "Night",
+    "Stamp",
+    "archive",
+    "archive_name",
+    "by_device",
+    "night_of",
+    "read_folder",
+    "result_paths",
+]
+
+LOCK_NAME = ".pytest-accel.lock"  # in the history folder; hidden, so readers and `git add <device>/` skip it
+# What filing adds to a result file's provenance, where the run did not record it itself.
+PROVENANCE_KEYS = ("commit", "runner", "run")
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # a device key usable as one folder name
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+class HistoryError(Exception):
+    """A history folder or a file for it that cannot be used; the message names the path and why."""
+
+
+@final
+@dataclass(frozen=True)
+class Figure:
+    """One measurement's figures on one night: what the history table and its change points read."""
+
+    compared: float  # median of the compared samples (time relative to the reference kernel, else seconds)
+    items_per_second: float
+
+
+@final
+@dataclass(frozen=True)
+class Night:
+    """One result file of the history, reduced to what ``pytest-accel history`` shows."""
+
+    device_key: str
+    date: str  # ISO 8601 as written by the run; "" for files written before dates were recorded
+    label: str  # the night's name in tables: its date, else the file's stem
+    file_name: str  # orders two files of one date
+    commit: str  # from the provenance; "" when unknown
+    figures: Mapping[tuple[str, str], Figure]  # (test id, metric) -> figures; timed measurements only
+
+    @property
+    def order(self) -> tuple[str, str]:
+        """Nights sort by date, then file name (the order the history has always used)."""
+        return (self.date, self.file_name)
+
+
+def night_of(result: ResultFile) -> Night:
+    """The night a result file records (measurements with timing disabled have no figures, and are left out)."""
+    figures = {
+        key: Figure(median(m.compared_samples), m.items_per_second)
+        for key, m in result.measurements.items()
+        if not m.disabled
+    }
+    return Night(
+        device_key=result.device_key,
+        date=result.date,
+        label=result.date[:10] or result.path.stem,
+        file_name=result.path.name,
+        commit=result.provenance.get("commit", ""),
+        figures=figures,
+    )
+
+
+def result_paths(folder: Path) -> list[Path]:
+    """Every ``*.json`` under ``folder``, at any depth, outside hidden folders (``.git``) and hidden files."""
+    if not folder.is_dir():
+        raise HistoryError(f"{folder}: no such folder")
+    found = (path for path in folder.rglob("*.json") if path.is_file())
+    paths = sorted(p for p in found if not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    if not paths:
+        raise HistoryError(f"{folder}: no result files (*.json)")
+    return paths
+
+
+def read_folder(folder: Path) -> list[Night]:
+    """Every result file under ``folder``, validated, as nights (``ResultsError`` names a bad file)."""
+    return [night_of(load_results(path)) for path in result_paths(folder)]
+
+
+def by_device(nights: Sequence[Night]) -> dict[str, list[Night]]:
+    """Nights grouped by device key (keys in order), each device's in night order."""
+    grouped: dict[str, list[Night]] = {}
+    for night in nights:
+        grouped.setdefault(night.device_key, []).append(night)
+    return {key: sorted(grouped[key], key=lambda n: n.order) for key in sorted(grouped)}
+
+
+@final
+@dataclass(frozen=True)
+class Stamp:
+    """What filing records beside a night's own provenance; None: not known, and not recorded."""
+
+    commit: str | None  # the commit measured; None: the file name says "unknown"
+    runner: str | None  # the machine that ran it
+    run: str | None  # the CI run (id and attempt); None: the file name carries a hash of the file instead
+
+
+def _slug(text: str, limit: int) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "", text)[:limit]
+
+
+def archive_name(result: ResultFile, stamp: Stamp, content: bytes) -> Path:
+    """``<device key>/<date>-<commit>-<run>.json`` for a result file (``content``: its bytes, hashed without a run)."""
+    if not result.device_key:
+        raise HistoryError(f"{result.path}: measured nothing (no device key); nothing to file")
+    if not _SAFE.fullmatch(result.device_key) or ".." in result.device_key:
+        raise HistoryError(f"{result.path}: device key {result.device_key!r} cannot name a folder")
+    date = result.date[:10]
+    if not _DATE.fullmatch(date):
+        raise HistoryError(f"{result.path}: no date (written by a pytest-accel older than dates); cannot be filed")
+    commit = _slug((stamp.commit or "").split("+")[0], 12) or "unknown"
+    run = _slug(stamp.run or "", 40) or "h" + hashlib.sha256(content).hexdigest()[:12]
+    return Path(result.device_key) / f"{date}-{commit}-{run}.json"
+
+
+def _stamped(result: ResultFile, content: bytes, stamp: Stamp) -> bytes:
+    """The file's document with the stamp in its provenance; a stamp that contradicts the provenance is refused."""
+    document = json.loads(content)
+    provenance = document.setdefault("provenance", {})
+    for key, value in zip(PROVENANCE_KEYS, (stamp.commit, stamp.runner, stamp.run), strict=True):
+        if value is None:
+            continue
+        if provenance.get(key, value) != value:
+            raise HistoryError(f"{result.path}: records {key} {provenance[key]!r}, not {value!r}; not filed")
+        provenance[key] = value
+    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive lock on the history folder, held while a file is checked and written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = (folder / LOCK_NAME).open("a")
+    except OSError as error:
+        raise HistoryError(f"{folder}: cannot lock: {error.strerror or error}") from None
+    with handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # blocks until another filer is done
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def archive(source: Path, folder: Path, stamp: Stamp) -> tuple[Path, bool]:
+    """File one result file into the history ``folder``; returns (its path there, whether it was written now).
+
+    The identical file already there is not written again; a different file of the same name is an error.
+    """
+    result = load_results(source)  # ResultsError: not a valid result file
+    content = source.read_bytes()
+    target = folder / archive_name(result, stamp, content)
+    data = _stamped(result, content, stamp)
+    with _locked(folder):
+        if target.is_file() and target.read_bytes() == data:
+            return target, False
+        if target.exists() or target.is_symlink():
+            raise HistoryError(
+                f"{target}: already holds a different result file; not overwritten (another run that night? --run-id)"
+            )
+        temporary = target.parent / f".{target.name}.{os.getpid()}.tmp"
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with temporary.open("wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, target)
+        except OSError as error:
+            temporary.unlink(missing_ok=True)
+            raise HistoryError(f"{target}: cannot write: {error.strerror or error}") from None
+    return target, True
