@@ -419,9 +419,11 @@ def _beside_neighbour(
     # two biases: both see the same neighbour, the state probes through memory, calibration whole).
     widened = max(moved, shift.slower)
     if ratio * math.exp(-half_width - widened) <= 1 + policy.tolerance:
+        low, high = ratio * math.exp(-half_width), ratio * math.exp(half_width)
         reason = (
-            f"time {_percent(ratio)}, but {shared}; {why_moved}, so a neighbour explains up to "
-            f"{math.expm1(widened) * 100:.0f}%: not judged"
+            f"time {_percent(ratio)} [{policy.confidence:.0%} CI {_percent(low)} .. {_percent(high)}], but "
+            f"{shared}; {why_moved}, so a neighbour explains up to {math.expm1(widened) * 100:.0f}%; with that "
+            f"and the interval taken off, the slowdown is within the {policy.tolerance:.0%} tolerance: not judged"
         )
         detectable = detectable_slowdown(half_width + widened, policy.tolerance)
         return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, detectable=detectable), shift, ""
