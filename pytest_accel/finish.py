@@ -33,11 +33,8 @@ __all__ = ["RunFigures", "RunFiles"]
 class RunFigures:
     """The figures a measurement gains from the run: %-of-peak (measured once per session) and scaling."""
 
-    def __init__(
-        self, device: Callable[[], Device], store: BaselineStore, profile: str, world_size: int, peaks: bool = True
-    ) -> None:
+    def __init__(self, device: Callable[[], Device], store: BaselineStore, profile: str, world_size: int) -> None:
         self._device = device
-        self._peaks = peaks  # False: no %-of-peak figures (a run that only compares, like an ab side's)
         self._store = store
         self._profile = profile
         self._world_size = world_size
@@ -48,7 +45,7 @@ class RunFigures:
         if result.disabled:
             return result
         figures: dict[str, float] = {}
-        if self._peaks and (result.tflops is not None or result.bytes_per_second is not None):
+        if result.tflops is not None or result.bytes_per_second is not None:
             if self._peak is None:
                 self._peak = measure_peak(self._device())  # once per session: a short matmul and copy
             sheet = datasheet_peak(self._device().key())

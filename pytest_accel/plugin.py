@@ -199,11 +199,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("accel_cpu_threads", "torch threads on the CPU (0: half the cores)", default="0")
     parser.addini("accel_host_allocator", "the CPU's host allocator mode: steady or system", default="steady")
-    parser.addini(
-        "accel_peak_figures",
-        "measure the device's matmul and copy peaks once per run for the %-of-peak figures (true/false)",
-        default="true",
-    )
     parser.addini("accel_profile", "default for --accel-profile (smoke or full)", default="smoke")
     parser.addini("accel_measure_seconds", "timed budget per measurement, seconds", default="1.0")
     parser.addini("accel_min_rounds", "timed rounds per measurement at least, whatever the budget", default="20")

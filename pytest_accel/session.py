@@ -77,9 +77,7 @@ class AccelSession:
         self._gate: Gate | None = None
         self._structure_gate: StructureGate | None = None
         self._structure_key: str | None = None
-        self.figures = RunFigures(
-            self.device, self.store, self.options.profile, self.world_size, self.options.peak_figures
-        )
+        self.figures = RunFigures(self.device, self.store, self.options.profile, self.world_size)
         self.neighbour: StandardNeighbour | None = None  # --accel-calibrate's, while it runs
         if self.options.device != "auto":
             self.device()  # an explicit request is checked before anything runs (exit code 4)
