@@ -164,7 +164,6 @@ class AccelOptions:
     structure: str = "fail"  # what a structural change does: fail, warn or off (STRUCTURE_POLICIES)
     structure_only: bool = False  # --accel-structure-only: judge what ran, not time
     host_allocator: str = "steady"  # the CPU's malloc mode (engine/devices/hostalloc.py)
-    peak_figures: bool = True  # measure the device's peaks once per run for the %-of-peak figures
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AccelOptions:
@@ -212,7 +211,6 @@ class AccelOptions:
             structure_only=bool(option.accel_structure_only),
             host_allocator=option.accel_host_allocator
             or ini_choice(config, "accel_host_allocator", HOST_ALLOCATOR_MODES),
-            peak_figures=ini_bool(config, "accel_peak_figures"),
         )
 
     def child_settings(self, device: str, cpu_threads: int | None, inherited: tuple[str, ...]) -> ChildSettings:
