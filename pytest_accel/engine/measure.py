@@ -39,14 +39,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, final
 
 try:
     import resource
 except ImportError:  # not on Windows: no page-fault counts there
     resource = None  # type: ignore[assignment]
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, final
 
 from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement
 from pytest_accel.core.stats import median

@@ -16,7 +16,6 @@ the same name is never overwritten: the identical file is a no-op, a different o
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -168,6 +167,8 @@ def _stamped(result: ResultFile, content: bytes, stamp: Stamp) -> bytes:
 @contextmanager
 def _locked(folder: Path) -> Iterator[None]:
     """An exclusive lock on the history folder, held while a file is checked and written."""
+    import fcntl  # POSIX only: imported here, as baselines.locked does, so reading a history works everywhere
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
         handle = (folder / LOCK_NAME).open("a")
