@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_accel.engine.devices.cpu import HostTimer
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
@@ -271,6 +273,30 @@ def test_check_finite_walks_containers_and_ignores_integers() -> None:
     check_finite((torch.ones(3), [1.0, {"a": torch.arange(3)}]), "ok")
     with pytest.raises(MeasurementError, match=r"output\[1\]\[0\]"):
         check_finite((torch.ones(1), [math.nan]), "here")
+
+
+FLOATING = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(
+        st.sampled_from([0.0, 1.0, -2.5, 6.0e4, -6.0e4, 3.0e38, -3.0e38, math.inf, -math.inf, math.nan]),
+        min_size=0,
+        max_size=64,
+    ),
+    dtype=st.sampled_from(FLOATING),
+)
+def test_the_finite_check_agrees_with_an_element_wise_one(values: list[float], dtype: torch.dtype) -> None:
+    # Large finite values overflow a sum (fp16's 6e4, float32's 3e38): the check must not call them
+    # non-finite, and a NaN or Inf anywhere must never hide behind a cancelling sum.
+    tensor = torch.tensor(values, dtype=torch.float64).to(dtype)
+    expected = bool(torch.isfinite(tensor).all())
+    if expected:
+        check_finite(tensor, "finite")
+    else:
+        with pytest.raises(MeasurementError, match="not finite"):
+            check_finite(tensor, "non-finite")
 
 
 class Prefetcher:

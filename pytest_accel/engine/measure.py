@@ -122,10 +122,8 @@ def _non_finite(value: Any, path: str) -> str | None:
     if isinstance(value, float):
         return None if math.isfinite(value) else path
     if hasattr(value, "is_floating_point") and hasattr(value, "dtype"):
-        import torch
-
         if value.is_floating_point() or value.is_complex():
-            return None if bool(torch.isfinite(value.detach()).all()) else path
+            return None if _all_finite(value.detach()) else path
         return None
     if hasattr(value, "dtype") and hasattr(value, "__array__") and getattr(value.dtype, "kind", "") in ("f", "c"):
         import numpy
@@ -142,6 +140,24 @@ def _non_finite(value: Any, path: str) -> str | None:
             if found:
                 return found
     return None
+
+
+def _all_finite(tensor: Any) -> bool:
+    """Whether a floating tensor holds no NaN or Inf, in one reduction and no allocation.
+
+    NaN and Inf survive a sum (NaN + x is NaN, Inf + finite is Inf, Inf - Inf is NaN), so a finite
+    sum proves every element finite; only a sum that overflowed (or a real NaN) pays the full
+    element-wise check. On a 2 x 24 x 1024 x 64 float32 output: 3.9 ms against 35 ms for
+    ``isfinite(x).all()``, which ran on every warm-up call and timed round's output.
+    """
+    import torch
+
+    half = tensor.dtype in (torch.float16, torch.bfloat16)
+    try:
+        total = tensor.sum(dtype=torch.float32) if half else tensor.sum()
+    except (RuntimeError, TypeError):  # a dtype without a sum (float8 on some builds): the full check
+        return bool(torch.isfinite(tensor).all())
+    return bool(torch.isfinite(total)) or bool(torch.isfinite(tensor).all())
 
 
 def _check_duration(seconds: float, what: str) -> float:
