@@ -22,13 +22,20 @@ from typing import Any, final
 import pytest
 
 from pytest_accel.core.advice import AccelAdvice
-from pytest_accel.core.measurement import UNPROBED, Measurement
+from pytest_accel.core.measurement import EAGER, GRAPH, TIMINGS, UNPROBED, Measurement
 from pytest_accel.core.operators import absent_line, explain
 from pytest_accel.core.structure import Structure
 from pytest_accel.core.units import format_bytes, format_seconds
-from pytest_accel.engine.devices.base import Device, OutOfMemoryReport, RegionTimer
+from pytest_accel.engine.devices.base import (
+    CacheFlush,
+    ClockWatch,
+    Device,
+    ModeUnavailable,
+    OutOfMemoryReport,
+    RegionTimer,
+)
 from pytest_accel.engine.machine import FRESH_FAULT_PROBE, HostShare, state_probe_bytes, state_probes
-from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
+from pytest_accel.engine.measure import MeasureConfig, MeasurementError, TimingMode, check_finite, measure
 from pytest_accel.engine.operators import TraceError, profile_operators
 from pytest_accel.engine.structure import CompileWatch, take_structure
 from pytest_accel.judgement.gate import RECORD_HINT, Judgement
@@ -117,6 +124,19 @@ def _oom_message(report: OutOfMemoryReport, device_key: str) -> str:
     )
 
 
+def _mode_problem(timing: object, cold: object, pipelined: bool) -> str | None:
+    """What is wrong with the timing mode asked of one ``throughput()`` call, or None."""
+    if timing not in TIMINGS:
+        return f"timing must be one of {', '.join(map(repr, TIMINGS))}, got {timing!r}"
+    if not isinstance(cold, bool):
+        return f"cold must be True or False, got {cold!r}"
+    if cold and timing == GRAPH:
+        return "cold=True needs timing='eager': a graph replays its calls back to back, with no flush between them"
+    if pipelined and (cold or timing != EAGER):
+        return "a pipelined workload is timed eager and warm (its producers run beside it): drop timing= and cold="
+    return None
+
+
 def _argument_problem(
     items: float, unit: str, flops: float | None, bytes_moved: float | None, name: str, extra: dict[str, Any]
 ) -> str | None:
@@ -165,6 +185,8 @@ class Throughput:
         self._probes: dict[str, Callable[[], Any]] | None = None  # the machine-state probes, made once
         self._operators = operators
         self._structure = structure if structure is not None and not structure.off else None
+        self._flush: CacheFlush | None = None  # the cold mode's buffer, made by the first cold measurement
+        self._clock: ClockWatch | None = None  # the device's clock, read around every measurement's rounds
         self.measurements: list[Measurement] = []
 
     def __call__(
@@ -177,6 +199,8 @@ class Throughput:
         bytes_moved: float | None = None,
         name: str = "throughput",
         pipelined: bool = False,
+        timing: str = EAGER,
+        cold: bool = False,
         **extra: Any,
     ) -> Measurement:
         """Time ``fn`` (which processes ``items`` ``unit`` per call) on the device and record the result.
@@ -186,6 +210,11 @@ class Throughput:
         ``fn`` consumes from background producers (DataLoader workers, a prefetching pipeline): rounds
         then run back to back, with the reference-kernel rounds before them instead of in between
         (pauses would let the producers catch up and inflate the figure).
+
+        ``timing="graph"`` times a launch-bound kernel as a kernel: each round replays one device graph
+        of its calls (CUDA graphs; refused where the device has none). ``cold=True`` flushes the
+        last-level cache before every timed call, outside the timed region. Both are recorded with
+        the figure (engine/modes.py).
         """
         workers = self._xdist_workers
         if workers:
@@ -196,7 +225,9 @@ class Throughput:
                 "contend for the device and skew every figure. Run perf tests with -n 0 (or -p no:xdist).",
                 pytrace=False,
             )
-        problem = _argument_problem(items, unit, flops, bytes_moved, name, extra)
+        problem = _argument_problem(items, unit, flops, bytes_moved, name, extra) or _mode_problem(
+            timing, cold, pipelined
+        )
         if problem is not None:  # before an hour of measuring, not when the baselines are written
             pytest.fail(f"throughput(): {problem}", pytrace=False)
         if any(m.name == name for m in self.measurements):
@@ -217,7 +248,7 @@ class Throughput:
             return result
 
         def take() -> Measurement:
-            return self._measure(fn, items, unit, flops, bytes_moved, name, extra, pipelined)
+            return self._measure(fn, items, unit, flops, bytes_moved, name, extra, pipelined, (timing, cold))
 
         started = time.perf_counter()
         first = take()
@@ -356,11 +387,16 @@ class Throughput:
         name: str,
         extra: dict[str, Any],
         pipelined: bool = False,
+        mode: tuple[str, bool] = (EAGER, False),
     ) -> Measurement:
         device = self._device
         failure: str | None = None
         if self._probes is None:
             self._probes = self._make_probes()
+        try:
+            timing_mode = self._timing_mode(*mode)
+        except ModeUnavailable as error:
+            pytest.fail(f"{name}: {error}", pytrace=False)
         compute, others = self._probes.get("compute"), {k: v for k, v in self._probes.items() if k != "compute"}
         try:
             result = measure(
@@ -381,8 +417,9 @@ class Throughput:
                 host_share=HostShare(),
                 pipelined=pipelined,
                 fault_probe=FRESH_FAULT_PROBE if FRESH_FAULT_PROBE[0] in others else None,
+                mode=timing_mode,
             )
-        except MeasurementError as error:
+        except (MeasurementError, ModeUnavailable) as error:  # ModeUnavailable: a graph capture refused
             failure = f"{name}: {error}"
         except (MemoryError, RuntimeError) as error:  # torch.OutOfMemoryError is a RuntimeError
             report = device.out_of_memory(error)
@@ -398,6 +435,21 @@ class Throughput:
         if not self._probes:  # the probes could not be made: the verdict says so, noisy (verdict.UNPROBED)
             result = replace(result, state={**result.state, UNPROBED: 1.0})
         return replace(result, name=name, extra=extra)
+
+    def _timing_mode(self, timing: str, cold: bool) -> TimingMode:
+        """The mode of one measurement: the device's graph replay and cache flush where asked, and its
+        clock where it can be read. A device without a cache size raises ``ModeUnavailable`` here; one
+        without graphs when ``measure`` asks it to capture (after warm-up): the message names the cause."""
+        device = self._device
+        if self._clock is None:
+            self._clock = device.clock_watch()
+        if cold and self._flush is None:
+            self._flush = device.cache_flusher()
+        return TimingMode(
+            graph=device.graph_replay if timing == GRAPH else None,
+            flush=self._flush.flush if cold and self._flush is not None else None,
+            clock=self._clock.read,
+        )
 
     def _make_probes(self) -> dict[str, Callable[[], Any]]:
         """The machine-state probes; none when their buffers cannot be had (the measurement is then unprobed).
@@ -423,7 +475,8 @@ class Throughput:
         peak = self._device.peak_memory_bytes()
         if peak is None or not self._device.exact_peak_memory:
             return peak
-        return max(0, peak - state_probe_bytes(self._device))
+        flush = self._flush.bytes if self._flush is not None else 0  # the cold mode's buffer, live since made
+        return max(0, peak - state_probe_bytes(self._device) - flush)
 
     def _feed_benchmark(self, result: Measurement) -> None:
         """Hand the raw rounds to pytest-benchmark so ``--benchmark-json`` and its table carry them."""

@@ -11,15 +11,24 @@ from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.stats import median, relative_spread
 
 __all__ = [
+    "COLD",
     "DEFAULT_METRIC",
+    "EAGER",
     "FAULT_SHARE",
     "FOREIGN_CPU",
+    "GRAPH",
+    "THROTTLED_ROUNDS_LIMIT",
+    "THROTTLE_FRACTION",
+    "TIMINGS",
     "UNPROBED",
+    "WARM",
     "Measurement",
     "compared_samples",
     "display_name",
+    "mode_note",
     "pooled",
     "probe_normalized",
+    "throttle_problem",
 ]
 
 DEFAULT_METRIC = "throughput"  # the metric name of a test that takes one measurement
@@ -34,6 +43,19 @@ UNPROBED = "unprobed"
 # the fresh-pages probe). How far a change in what a page fault costs could move this workload: a
 # workload that faults nothing is not slowed by it (judgement/state.py). Absent where not counted.
 FAULT_SHARE = "fault_share"
+
+
+# How a figure's rounds were timed (engine/modes.py): calls launched one by one by the host, or one
+# captured device graph replayed per round; and the cache state each call started from.
+EAGER, GRAPH = "eager", "graph"
+TIMINGS = (EAGER, GRAPH)
+WARM, COLD = "warm", "cold"
+# A round whose compute clock ended below 75% of the clock as the rounds started ran throttled
+# (nvbench's --throttle-threshold default): it is discarded and retaken (engine/modes.py).
+THROTTLE_FRACTION = 0.75
+# More throttled rounds than a quarter of the rounds kept: the clock moved under the figure often
+# enough that its spread no longer describes the workload (5 of 20 rounds at the minimum).
+THROTTLED_ROUNDS_LIMIT = 0.25
 
 
 def display_name(test: str, metric: str) -> str:
@@ -80,6 +102,11 @@ class Measurement:
     # The workload's top operators per call (core/operators.py), when a profile was taken: at
     # --accel-update, on a confirmed regression, or with --accel-operators=always
     operators: OperatorProfile | None = None
+    timing: str = EAGER  # EAGER or GRAPH: how the rounds were timed
+    cache: str = WARM  # WARM or COLD: whether every timed call followed a last-level-cache flush
+    # Rounds that ran below THROTTLE_FRACTION of the start clock (discarded and retaken while the
+    # retakes lasted); 0 also where the clock is not watched (the provenance's sm_clock says which)
+    throttled_rounds: int = 0
 
     @property
     def disabled(self) -> bool:
@@ -155,6 +182,27 @@ class Measurement:
         return cls(**fields)
 
 
+def throttle_problem(measurement: Measurement) -> str | None:
+    """Why a measurement's figure is not to be judged because its device throttled, or None."""
+    kept = len(measurement.samples)
+    throttled = measurement.throttled_rounds
+    if not kept or throttled <= THROTTLED_ROUNDS_LIMIT * kept:
+        return None
+    return (
+        f"the device's clock fell below {THROTTLE_FRACTION:.0%} of its clock at the start of the measurement in "
+        f"{throttled} rounds ({kept} kept): it throttled (thermal or power cap), so the figure is not the "
+        "workload's: not judged; cool the device or lower its load, and run again"
+    )
+
+
+def mode_note(measurement: Measurement) -> str:
+    """``graph``, ``cold``, ``3 throttled``: what is not default about how a figure was timed ("" when nothing)."""
+    notes = [note for note in (measurement.timing, measurement.cache) if note not in (EAGER, WARM)]
+    if measurement.throttled_rounds:
+        notes.append(f"{measurement.throttled_rounds} throttled")
+    return ", ".join(notes)
+
+
 def pooled(measurements: Sequence[Measurement]) -> Measurement:
     """Measurements of one workload in one process as one: their rounds (and probe rounds) in order, the
     median of each state figure, the latest's everything else. More rounds, a narrower interval."""
@@ -168,4 +216,5 @@ def pooled(measurements: Sequence[Measurement]) -> Measurement:
         samples=tuple(sample for m in measurements for sample in m.samples),
         probe_samples=tuple(sample for m in measurements for sample in m.probe_samples),
         state=state,
+        throttled_rounds=sum(m.throttled_rounds for m in measurements),
     )

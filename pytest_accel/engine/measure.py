@@ -31,6 +31,8 @@ separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_be
                checked after its timer stopped, so the check costs wall time, never figure time;
                every round time is finite and > 0
 
+Graph replay, a cold cache and the compute clock's watch (``mode``) are engine/modes.py's.
+
 One timer start/stop per round, not per call: on CUDA/HPU the events are recorded back to back
 and the host waits once per round, so launch overhead of the timer itself stays out of the figure.
 """
@@ -51,8 +53,9 @@ except ImportError:  # not on Windows: no page-fault counts there
 from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement
 from pytest_accel.core.stats import median
 from pytest_accel.engine.devices.base import RegionTimer
+from pytest_accel.engine.modes import COLD_CALLS_PER_ROUND, ThrottleWatch, TimingMode, timed_calls
 
-__all__ = ["HostShareMeter", "MeasureConfig", "MeasurementError", "check_finite", "measure"]
+__all__ = ["HostShareMeter", "MeasureConfig", "MeasurementError", "TimingMode", "check_finite", "measure"]
 
 
 class MeasurementError(Exception):
@@ -212,31 +215,28 @@ def measure(
     state_probes: Mapping[str, Callable[[], Any]] | None = None,
     host_share: HostShareMeter | None = None,
     fault_probe: tuple[str, int] | None = None,
+    mode: TimingMode | None = None,
 ) -> Measurement:
     """Warm up, calibrate and time ``fn`` (alternating with ``probe`` rounds when given).
 
-    ``pipelined``: ``fn`` consumes what background work produces (DataLoader workers): a pause
-    between rounds would let the producers fill their queues and overstate the sustained rate, so
-    calls per round come from back-to-back blocks and the probe rounds all run first.
-
-    ``state_probes`` (name -> kernel) are timed too, every ``STATE_EVERY`` rounds (pipelined: in the
-    probe block); the result's ``state`` holds each one's median seconds per call, and ``compute``,
-    the median of ``probe``'s. ``host_share`` (a start/stop meter) adds ``foreign_cpu``: the share
-    of the host's CPU time other processes used during the timed rounds. ``fault_probe`` (a state
-    probe's name, the page faults one call of it takes) adds ``fault_share``: the share of the
-    workload's time its own page faults took at that probe's cost per fault (not when pipelined).
+    ``pipelined``: ``fn`` consumes what background work produces (DataLoader workers): a pause between rounds
+    would let the producers fill their queues and overstate the sustained rate, so calls per round come from
+    back-to-back blocks and the probe rounds all run first. ``state_probes`` (name -> kernel) are timed too,
+    every ``STATE_EVERY`` rounds (pipelined: in the probe block); the result's ``state`` holds each one's median
+    seconds per call, and ``compute``, the median of ``probe``'s. ``host_share`` (a start/stop meter) adds
+    ``foreign_cpu``: the share of the host's CPU time other processes used during the timed rounds.
+    ``fault_probe`` (a state probe's name, the page faults one call of it takes) adds ``fault_share``: the
+    share of the workload's time its own page faults took at that probe's cost per fault (not when pipelined).
+    ``mode``: graph replay, a cold cache, the clock watched (engine/modes.py); not when pipelined.
     """
-    config = config or MeasureConfig()
-    if not (math.isfinite(items_per_call) and items_per_call > 0):
-        raise MeasurementError(f"items per call must be a positive number, got {items_per_call!r}")
+    config, mode = config or MeasureConfig(), mode or TimingMode()
+    _check_arguments(items_per_call, pipelined, mode)
     warmup_times, settled, warmup_seconds = _warm_up(fn, timer, mark_step, config)
+    estimate = median(warmup_times[-config.warmup_window :])
     if pipelined:
         estimate = _sustained_estimate(fn, timer, mark_step, config)
-    else:
-        estimate = median(warmup_times[-config.warmup_window :])
-    calls_per_round, rounds = _rounds(estimate, config)
+    calls_per_round, rounds = _rounds(estimate, config, cold=mode.flush is not None)
     probe_calls = _probe_calls(probe, timer, mark_step, config) if probe is not None else 0
-
     state = _StateProbes(state_probes or {}, timer, mark_step, config)
     if host_share is not None:
         host_share.start()
@@ -249,8 +249,9 @@ def measure(
         _timed_round(fn, calls_per_round, timer, mark_step)
         timer.stop()
     peak = _memory_call(fn, timer, mark_step, reset_peak_memory, peak_memory_bytes)
+    watch, workload = ThrottleWatch(mode, rounds), _round_of(fn, calls_per_round, mode)
     samples, interleaved, faults = _workload_rounds(
-        fn, calls_per_round, rounds, None if pipelined else probe, probe_calls, timer, mark_step, state
+        workload, calls_per_round, rounds, None if pipelined else probe, probe_calls, timer, mark_step, state, watch
     )
     probe_samples = probe_samples or interleaved
     machine = state.medians(probe_samples)
@@ -272,12 +273,54 @@ def measure(
         device_key=device_key,
         probe_samples=tuple(probe_samples),
         state=machine,
+        timing=mode.timing,
+        cache=mode.cache,
+        throttled_rounds=watch.throttled_rounds,
     )
 
 
-def _rounds(estimate: float, config: MeasureConfig) -> tuple[int, int]:
-    """(calls per round, rounds) for a call of ``estimate`` seconds: the module docstring's calibration."""
+def _check_arguments(items_per_call: float, pipelined: bool, mode: TimingMode) -> None:
+    if not (math.isfinite(items_per_call) and items_per_call > 0):
+        raise MeasurementError(f"items per call must be a positive number, got {items_per_call!r}")
+    if pipelined and (mode.graph is not None or mode.flush is not None):
+        raise MeasurementError("a pipelined workload is timed eager and warm: its producers run beside it")
+
+
+# One round of the workload: (timer, mark_step) -> (its last output, its seconds).
+_Round = Callable[[RegionTimer, Callable[[], None]], tuple[Any, float]]
+
+
+def _round_of(fn: Callable[[], Any], calls: int, mode: TimingMode) -> _Round:
+    """How one round of ``calls`` calls is run and timed under ``mode``: back to back (eager), one
+    replay of a graph captured now (graph), or each call alone after a flush (cold)."""
+    if mode.graph is not None:
+        replay = mode.graph(fn, calls)
+
+        def graph_round(timer: RegionTimer, mark_step: Callable[[], None]) -> tuple[Any, float]:
+            return _timed_round(replay, 1, timer, mark_step), timer.stop()
+
+        return graph_round
+    flush = mode.flush
+    if flush is not None:
+
+        def cold_round(timer: RegionTimer, mark_step: Callable[[], None]) -> tuple[Any, float]:
+            output, seconds = timed_calls(fn, calls, timer, mark_step, flush)
+            return output, sum(_check_duration(s, "a cold call") for s in seconds)
+
+        return cold_round
+
+    def eager_round(timer: RegionTimer, mark_step: Callable[[], None]) -> tuple[Any, float]:
+        return _timed_round(fn, calls, timer, mark_step), timer.stop()
+
+    return eager_round
+
+
+def _rounds(estimate: float, config: MeasureConfig, cold: bool = False) -> tuple[int, int]:
+    """(calls per round, rounds) for a call of ``estimate`` seconds: the module docstring's calibration
+    (cold: at most COLD_CALLS_PER_ROUND calls a round, each timed alone after a flush)."""
     calls_per_round = max(1, math.ceil(config.round_seconds / estimate))
+    if cold:
+        calls_per_round = min(calls_per_round, COLD_CALLS_PER_ROUND)
     wanted_rounds = math.ceil(config.measure_seconds / (calls_per_round * estimate))
     return calls_per_round, min(max(wanted_rounds, config.min_rounds), config.max_rounds)
 
@@ -300,7 +343,7 @@ def _memory_call(
 
 
 def _workload_rounds(
-    fn: Callable[[], Any],
+    run_round: _Round,
     calls_per_round: int,
     rounds: int,
     probe: Callable[[], Any] | None,
@@ -308,17 +351,23 @@ def _workload_rounds(
     timer: RegionTimer,
     mark_step: Callable[[], None],
     state: _StateProbes,
+    watch: ThrottleWatch,
 ) -> tuple[list[float], list[float], int | None]:
     """The timed rounds: seconds per call of each, each followed by a probe round when ``probe`` is
-    given (and every ``STATE_EVERY``-th by the state probes); returns (samples, probe samples, the
-    process's minor page faults during the workload's rounds, or None where the OS does not count them)."""
+    given (and every ``STATE_EVERY``-th by the state probes); a round the ``watch`` saw throttled is
+    retaken; returns (samples, probe samples, the process's minor page faults during the workload's
+    kept rounds, or None where the OS does not count them)."""
     samples: list[float] = []
     probe_samples: list[float] = []
     faults: int | None = 0
-    for round_index in range(rounds):
+    while len(samples) < rounds:
+        round_index = len(samples)
         before = _minor_faults()  # read outside the timer: the figure does not pay for it
-        output = _timed_round(fn, calls_per_round, timer, mark_step)
-        samples.append(_check_duration(timer.stop(), f"round {round_index + 1} of {rounds}") / calls_per_round)
+        output, seconds = run_round(timer, mark_step)
+        seconds = _check_duration(seconds, f"round {round_index + 1} of {rounds}")
+        if watch.discard():
+            continue
+        samples.append(seconds / calls_per_round)
         after = _minor_faults()
         faults = None if faults is None or before is None or after is None else faults + after - before
         check_finite(output, f"the last call's output of round {round_index + 1}")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
-from pytest_accel.core.measurement import Measurement, display_name, pooled
+from pytest_accel.core.measurement import Measurement, display_name, pooled, throttle_problem
 from pytest_accel.core.units import format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
@@ -160,6 +160,8 @@ def run_gate(
     has re-measured already: it is then confirmed once, by a group of the same size. A confirmation
     that cannot decide is extended the same way.
     """
+    if (throttled := throttle_problem(measurement)) is not None:  # with or without a baseline: never a silent figure
+        return GateResult(Verdict(Outcome.NOISY, "time", throttled), None, (measurement,))
     if entry is None:
         return GateResult(
             Verdict(Outcome.NEW, "time", "no baseline for this test on this device"), None, (measurement,)
@@ -176,7 +178,10 @@ def run_gate(
     baseline = _observation(entry, pooled_spread)
 
     def judge(group: Sequence[Measurement]) -> Verdict:
-        return judge_time(_observation(pooled(group)), baseline, policy)
+        taken = pooled(group)
+        if (throttled := throttle_problem(taken)) is not None:  # a re-measurement that throttled
+            return Verdict(Outcome.NOISY, "time", throttled)
+        return judge_time(_observation(taken), baseline, policy)
 
     taken = [measurement]
     first = judge(taken)

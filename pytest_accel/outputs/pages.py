@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_accel.core.measurement import Measurement, display_name
+from pytest_accel.core.measurement import Measurement, display_name, mode_note
 from pytest_accel.core.units import format_rate, percent_of_peak
 from pytest_accel.judgement.verdict import Outcome
 from pytest_accel.outputs.plots import plot_png
@@ -180,6 +180,7 @@ def run_summary_markdown(records: Sequence[Recorded], title: str) -> str:
         m = record.measurement
         rate = "disabled" if m.disabled else f"{format_rate(m.items_per_second)} {m.unit}/s"
         spread = "-" if m.disabled else f"±{m.spread * 100:.1f}%"
+        spread += f" ({note})" if (note := mode_note(m)) else ""
         name = display_name(record.test, m.name)
         rows.append([f"`{name}`", rate, spread, percent_of_peak(m.extra), verdict_cell(record.verdict)])
     return "\n".join(lines) + "\n\n" + markdown_table(["test", "throughput", "spread", "% peak", "verdict"], rows)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from pytest_accel.core.measurement import display_name
+from pytest_accel.core.measurement import display_name, mode_note
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
 from pytest_accel.judgement.verdict import Outcome, VerdictRecord
 from pytest_accel.outputs.results import Recorded
@@ -28,7 +28,7 @@ def _row(record: Recorded) -> tuple[str, ...]:
         m.device_key,
         f"{format_rate(m.items_per_second)} {m.unit}/s",
         f"±{m.spread * 100:.1f}%" + ("" if m.warmup_settled else " (warm-up unsettled)"),
-        format_seconds(m.seconds_per_call),
+        format_seconds(m.seconds_per_call) + (f" ({note})" if (note := mode_note(m)) else ""),
         "-" if tflops is None else f"{tflops:.3g}",
         percent_of_peak(m.extra),
         format_bytes(m.peak_memory_bytes),

@@ -7,18 +7,50 @@ inside methods, so that loading the plugin stays cheap.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, final
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Device", "DeviceUnavailable", "EventTimer", "OutOfMemoryReport", "RegionTimer", "slug"]
+__all__ = [
+    "CacheFlush",
+    "ClockWatch",
+    "Device",
+    "DeviceUnavailable",
+    "EventTimer",
+    "ModeUnavailable",
+    "OutOfMemoryReport",
+    "RegionTimer",
+    "slug",
+]
 
 
 class DeviceUnavailable(Exception):
     """The requested device is not present; the message says what was found instead."""
+
+
+class ModeUnavailable(Exception):
+    """A timing mode (graph replay, a cold cache) this device cannot give; the message names the cause."""
+
+
+@final
+@dataclass(frozen=True)
+class CacheFlush:
+    """A write of a buffer the size of a device's last-level cache: run before a call, it leaves it a cold cache."""
+
+    flush: Callable[[], None]  # writes the buffer (queued on the device's stream, like a workload)
+    bytes: int  # the buffer's size (an allocator's peak counts it: the figure's peak leaves it out)
+
+
+@final
+@dataclass(frozen=True)
+class ClockWatch:
+    """How a device's compute clock is read around timed rounds, to see it throttle (thermal or power cap)."""
+
+    read: Callable[[], float] | None  # the clock now (MHz); None where it cannot be read
+    note: str  # for the provenance: how the clock is watched, or why it is not
 
 
 class RegionTimer(Protocol):
@@ -130,6 +162,17 @@ class Device(Protocol):
     def profiler_activities(self) -> list[Any]:
         """The ``torch.profiler`` activities that see this device's work (the host's first); raises
         ``DeviceUnavailable`` naming what is missing where this torch's profiler cannot see it."""
+
+    def graph_replay(self, fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
+        """``calls`` calls of ``fn`` captured as one device graph; the result replays it and returns the
+        last call's (static) output. Raises ``ModeUnavailable`` where the device has no such graphs."""
+
+    def cache_flusher(self) -> CacheFlush:
+        """A write of a buffer the size of the device's last-level cache: run before a timed call, it
+        leaves that call a cold cache. Raises ``ModeUnavailable`` where the size is unknown."""
+
+    def clock_watch(self) -> ClockWatch:
+        """How this device's compute clock can be read around rounds (``read`` None where it cannot)."""
 
 
 _SIZE_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}

@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
-from pytest_accel.engine.devices.base import OutOfMemoryReport, slug
+from pytest_accel.engine.devices.base import CacheFlush, ClockWatch, ModeUnavailable, OutOfMemoryReport, slug
 from pytest_accel.engine.devices.hostalloc import configure_host_allocator, release_free_memory
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["CpuDevice", "HostTimer", "cpu_identity", "cpu_model_name", "default_cpu_threads"]
+__all__ = ["CpuDevice", "HostTimer", "cpu_identity", "cpu_model_name", "default_cpu_threads", "last_level_cache_bytes"]
 
 _PROC_STATUS = Path("/proc/self/status")
 _PROC_CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -111,6 +111,19 @@ def cpu_identity(cpuinfo: str | None = None, cache_folder: Path = _CACHE_FOLDER)
         if kind != "Instruction":
             identity[f"cache_l{level}"] = size
     return identity
+
+
+_CACHE_SIZE = re.compile(r"^(\d+)\s*([KMG]?)i?B?$", re.IGNORECASE)
+_CACHE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def last_level_cache_bytes(identity: Mapping[str, str]) -> int | None:
+    """The size of the highest cache level ``cpu_identity`` reports (``cache_l3`` "32768K"), or None."""
+    levels = sorted((int(key[len("cache_l") :]), value) for key, value in identity.items() if key.startswith("cache_l"))
+    if not levels:
+        return None
+    found = _CACHE_SIZE.match(levels[-1][1].strip())
+    return int(found.group(1)) * _CACHE_UNITS[found.group(2).upper()] if found else None
 
 
 def _read_status_bytes(field: str) -> int | None:
@@ -243,6 +256,34 @@ class CpuDevice:
         from torch.profiler import ProfilerActivity
 
         return [ProfilerActivity.CPU]
+
+    def graph_replay(self, fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
+        """No device graphs on the CPU: refused, never a silent eager run."""
+        raise ModeUnavailable(
+            "timing='graph' replays a captured device graph (CUDA graphs); the CPU runs kernels as the host calls "
+            "them and has none, so its eager time already is the kernel's: use timing='eager' on the CPU"
+        )
+
+    def cache_flusher(self) -> CacheFlush:
+        """A write of a buffer the size of the last-level cache the OS reports (``cpu_identity``)."""
+        import torch
+
+        size = last_level_cache_bytes(cpu_identity())
+        if size is None:
+            raise ModeUnavailable(
+                "cold=True: the OS reports no cache sizes for this CPU (/sys/devices/system/cpu/cpu0/cache), "
+                "so no flush of the last-level cache's size can be written"
+            )
+        buffer = torch.empty(size, dtype=torch.uint8)
+
+        def flush() -> None:
+            buffer.zero_()
+
+        return CacheFlush(flush, buffer.numel() * buffer.element_size())
+
+    def clock_watch(self) -> ClockWatch:
+        """The CPU's clock is not watched (its frequency scaling is the state probes' to see)."""
+        return ClockWatch(None, "")
 
 
 # What torch's CPU allocator says when the host refuses an allocation (c10/core/impl/alloc_cpu.cpp).

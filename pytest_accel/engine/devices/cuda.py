@@ -6,10 +6,18 @@ support matrix says otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, final
 
-from pytest_accel.engine.devices.base import EventTimer, OutOfMemoryReport, requested_bytes_from_message, slug
+from pytest_accel.engine.devices.base import (
+    CacheFlush,
+    ClockWatch,
+    EventTimer,
+    ModeUnavailable,
+    OutOfMemoryReport,
+    requested_bytes_from_message,
+    slug,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -61,6 +69,7 @@ class CudaDevice:
             "cuda_runtime": str(torch.version.cuda),
             "cuda_driver": _driver_version(),
             "cudnn": str(torch.backends.cudnn.version()),  # type: ignore[no-untyped-call]
+            "sm_clock": self.clock_watch().note,
         }
 
     def activate(self) -> None:
@@ -132,6 +141,77 @@ class CudaDevice:
         from torch.profiler import ProfilerActivity
 
         return [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+
+    def graph_replay(self, fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
+        """``calls`` calls of ``fn`` captured in one CUDA graph (as triton's ``do_bench_cudagraph`` and
+        Inductor's benchmarker time launch-bound kernels): a replay launches them all at once, so the
+        host's launch rate no longer bounds a kernel of a few microseconds.
+
+        Three calls on a side stream first, as torch's CUDA-graph notes ask (lazy initialisation,
+        cuBLAS workspaces), then the capture. A workload that synchronizes with the host or touches
+        CPU tensors cannot be captured: the error says so.
+        """
+        import torch
+
+        side = torch.cuda.Stream(self.index)  # type: ignore[no-untyped-call]
+        side.wait_stream(torch.cuda.current_stream(self.index))
+        with torch.cuda.stream(side):
+            for _ in range(_GRAPH_WARMUP_CALLS):
+                fn()
+        torch.cuda.current_stream(self.index).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        output: Any = None
+        try:
+            with torch.cuda.graph(graph):
+                for _ in range(calls):
+                    output = fn()
+        except RuntimeError as error:
+            raise ModeUnavailable(
+                f"timing='graph': the workload could not be captured in a CUDA graph ({error}); a workload that "
+                "synchronizes with the host, reads a CPU tensor or changes shape between calls cannot be replayed: "
+                "time it with timing='eager'"
+            ) from error
+        torch.cuda.synchronize(self.index)
+
+        def replay() -> Any:
+            graph.replay()
+            return output
+
+        return replay
+
+    def cache_flusher(self) -> CacheFlush:
+        """A write of an L2-sized buffer (``L2_cache_size`` of the device properties), as Inductor's
+        benchmarker flushes: exactly the L2, not triton's fixed 256 MB."""
+        import torch
+
+        l2_bytes = int(getattr(torch.cuda.get_device_properties(self.index), "L2_cache_size", 0) or 0)
+        if l2_bytes <= 0:
+            raise ModeUnavailable(
+                f"cold=True: torch {torch.__version__} does not report this GPU's L2 size (L2_cache_size), "
+                "so no flush of the right size can be written"
+            )
+        buffer = torch.empty(l2_bytes // 4, dtype=torch.int32, device=self.torch_device())
+
+        def flush() -> None:
+            buffer.zero_()
+
+        return CacheFlush(flush, buffer.numel() * buffer.element_size())
+
+    def clock_watch(self) -> ClockWatch:
+        """The SM clock through NVML (``torch.cuda.clock_rate``, which needs pynvml); "clock not watched"
+        where NVML is missing or does not answer."""
+        import torch
+
+        try:
+            torch.cuda.clock_rate(self.index)
+        except Exception as error:  # no pynvml (ModuleNotFoundError), or NVML without a driver
+            return ClockWatch(None, f"clock not watched: the SM clock cannot be read ({type(error).__name__}: {error})")
+        index = self.index
+        return ClockWatch(lambda: float(torch.cuda.clock_rate(index)), "SM clock watched through NVML")
+
+
+# Calls of a workload on a side stream before its CUDA graph is captured (torch's CUDA-graph notes).
+_GRAPH_WARMUP_CALLS = 3
 
 
 def _driver_version() -> str:

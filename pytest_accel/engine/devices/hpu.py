@@ -26,8 +26,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, final
 
 from pytest_accel.engine.devices.base import (
+    CacheFlush,
+    ClockWatch,
     DeviceUnavailable,
     EventTimer,
+    ModeUnavailable,
     OutOfMemoryReport,
     requested_bytes_from_message,
 )
@@ -198,6 +201,25 @@ class HpuDevice:
                 "Gaudi need: use the torch of Habana's release (its images ship it)"
             )
         return [ProfilerActivity.CPU, hpu]
+
+    def graph_replay(self, fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
+        """Refused: Habana documents HPU graphs for modules (``wrap_in_hpu_graph``), not for a callable's N calls."""
+        raise ModeUnavailable(
+            "timing='graph' captures N calls of a callable as one graph, which Habana's documented API does not "
+            "offer (HPU graphs wrap a module: habana_frameworks.torch.hpu.wrap_in_hpu_graph, lazy mode); wrap the "
+            "model in the test and time it with timing='eager': each call then replays its HPU graph"
+        )
+
+    def cache_flusher(self) -> CacheFlush:
+        """Refused: the bridge reports no cache size to flush."""
+        raise ModeUnavailable(
+            "cold=True: Habana's bridge reports no last-level cache size for Gaudi, so no flush of the right size "
+            "can be written; time it warm (the default)"
+        )
+
+    def clock_watch(self) -> ClockWatch:
+        """Not watched: the bridge documents no clock reading."""
+        return ClockWatch(None, "")
 
 
 @final
