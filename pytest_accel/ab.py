@@ -211,7 +211,9 @@ class Sitting:
     """The loop: pairs of processes until every test is decided or the budget runs out."""
 
     def __init__(self, settings: ABSettings, base: Side, head: Side, scratch: Path) -> None:
-        self.settings, self.sides, self.scratch = settings, {"base": base, "head": head}, scratch
+        self.settings, self.scratch = settings, scratch
+        # Each side measures the device's peaks (for %-of-peak) in its first run only.
+        self.sides = {side.name: replace(side, peak_file=scratch / f"peak-{side.name}.json") for side in (base, head)}
         self.tracks: dict[Key, Track] = {}
         self.runs: dict[str, list[ProcessRun]] = {"base": [], "head": []}
         self.pairs = 0

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import final
 
 from pytest_accel.engine.children import kill_group, run_child
+from pytest_accel.engine.machine import PEAK_FILE_ENV
 from pytest_accel.outputs.results import ResultFile, ResultsError, load_results
 
 __all__ = [
@@ -51,6 +52,7 @@ class Side:
     root: Path  # the tree's top folder
     cwd: Path  # where pytest runs: the user's folder, inside this tree
     python: str
+    peak_file: Path | None = None  # where its runs share the device's peaks (engine.machine.shared_peak)
 
     def describe(self) -> dict[str, str]:
         return {"label": self.label, "commit": self.commit, "root": str(self.root), "python": self.python}
@@ -110,6 +112,7 @@ def _environment(side: Side) -> dict[str, str]:
         **os.environ,
         "PYTHONPATH": os.pathsep.join(paths + ([inherited] if inherited else [])),
         "PYTEST_ACCEL_AB_SIDE": side.name,
+        **({PEAK_FILE_ENV: str(side.peak_file)} if side.peak_file is not None else {}),
     }
 
 

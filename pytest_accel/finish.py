@@ -9,6 +9,7 @@ loses nothing else (the session names the failure under its table and exits 4).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import final
 
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.engine.devices.base import Device
-from pytest_accel.engine.machine import MeasuredPeak, datasheet_peak, measure_peak, peak_figures
+from pytest_accel.engine.machine import PEAK_FILE_ENV, MeasuredPeak, datasheet_peak, peak_figures, shared_peak
 from pytest_accel.engine.provenance import run_provenance
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
 from pytest_accel.judgement.calibrate import calibrate_entries
@@ -27,6 +28,11 @@ from pytest_accel.outputs.pages import run_summary_markdown
 from pytest_accel.outputs.results import Recorded, results_document
 
 __all__ = ["RunFigures", "RunFiles"]
+
+
+def _peak_file() -> Path | None:
+    value = os.environ.get(PEAK_FILE_ENV)
+    return Path(value) if value else None
 
 
 @final
@@ -47,7 +53,8 @@ class RunFigures:
         figures: dict[str, float] = {}
         if result.tflops is not None or result.bytes_per_second is not None:
             if self._peak is None:
-                self._peak = measure_peak(self._device())  # once per session: a short matmul and copy
+                # once per session (a short matmul and copy); an ab sitting shares one per side
+                self._peak = shared_peak(self._device(), _peak_file())
             sheet = datasheet_peak(self._device().key())
             figures.update(peak_figures(result.tflops, result.bytes_per_second, self._peak, sheet))
         efficiency = self._scaling_efficiency(test, result)

@@ -44,6 +44,15 @@ def commit(repo: Path, message: str, **files: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
+@pytest.fixture(autouse=True)
+def own_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sittings' worktrees go to this test's own temporary folder, so that "nothing left behind"
+    looks there only: another run's sitting (a second test job beside this one) is not this test's."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A project with one perf test at its first commit (tagged ``good``)."""

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, cast
+
 import pytest
 
+from pytest_accel.engine import machine
+from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.machine import DatasheetPeak, MeasuredPeak, datasheet_peak, peak_figures
 
 
@@ -38,3 +43,35 @@ def test_peak_figures_are_percentages_of_what_was_passed() -> None:
     }
     assert peak_figures(250.0, None, measured, None) == {"percent_of_measured_tflops": 50.0}
     assert peak_figures(None, None, measured, sheet) == {}
+
+
+class _Keyed:
+    """Only what shared_peak asks of a device: its key."""
+
+    def __init__(self, key: str) -> None:
+        self._key = key
+
+    def key(self) -> str:
+        return self._key
+
+
+def test_a_shared_peak_is_measured_once_per_device_key_and_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    measured: list[str] = []
+
+    def fake_measure(device: Any) -> MeasuredPeak:
+        measured.append(device.key())
+        return MeasuredPeak(tflops=float(len(measured)), bytes_per_second=1e9)
+
+    monkeypatch.setattr(machine, "measure_peak", fake_measure)
+    shared = tmp_path / "peak-base.json"
+    first = machine.shared_peak(cast(Device, _Keyed("cpu-a")), shared)
+    again = machine.shared_peak(cast(Device, _Keyed("cpu-a")), shared)
+    assert first == again == MeasuredPeak(1.0, 1e9) and measured == ["cpu-a"]
+    other = machine.shared_peak(cast(Device, _Keyed("cpu-b")), shared)  # another device: measured over
+    assert other == MeasuredPeak(2.0, 1e9) and measured == ["cpu-a", "cpu-b"]
+    shared.write_text("{not json", encoding="utf-8")  # a broken file is measured over, never an error
+    assert machine.shared_peak(cast(Device, _Keyed("cpu-b")), shared) == MeasuredPeak(3.0, 1e9)
+    assert machine.shared_peak(cast(Device, _Keyed("cpu-b")), None) == MeasuredPeak(4.0, 1e9)  # no file: each run
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["peak-base.json"]  # no scratch file left
