@@ -177,3 +177,33 @@ def test_a_run_that_measured_nothing_reads_as_an_empty_file(tmp_path: Path) -> N
     path.write_text(json.dumps(document))
     with pytest.raises(ResultsError, match="string 'key'"):
         load_results(path)
+
+
+def test_an_error_names_the_line_of_its_own_entry(tmp_path: Path) -> None:
+    """The line is that of the bad entry's test id, even when earlier entries carry the same id."""
+    data = document()
+    first = data["results"][0]
+    data["results"] = [
+        {**first, "name": "decode"},
+        {**first, "test": "test_x.py::test_b"},
+        {**first, "name": "prefill", "items_per_call": -1},  # the bad one: test_a's third figure
+    ]
+    path = write(tmp_path, data)
+    lines = path.read_text().splitlines()
+    wanted = [number for number, line in enumerate(lines, 1) if '"test": "test_x.py::test_a"' in line][1]
+    with pytest.raises(ResultsError) as error:
+        load_results(path)
+    assert f"{path}, line {wanted}: results[2] (test_x.py::test_a): items_per_call" in str(error.value)
+
+
+def test_a_valid_file_is_read_without_locating_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines are located only on an error: a per-entry search from the file's start made big files quadratic."""
+    import pytest_accel.outputs.results as results
+
+    def refuse(*args: object) -> str:
+        raise AssertionError("a line was located for a valid entry")
+
+    monkeypatch.setattr(results, "_line_of", refuse)
+    data = document()
+    data["results"] = [{**data["results"][0], "test": f"test_x.py::test_{index}"} for index in range(50)]
+    assert len(load_results(write(tmp_path, data)).measurements) == 50

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from itertools import groupby
 
 __all__ = [
     "iqr",
@@ -24,7 +26,11 @@ def quantile(samples: Sequence[float], q: float) -> float:
         raise ValueError("quantile of no samples")
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile level {q} is outside [0, 1]")
-    ordered = sorted(samples)
+    return _quantile_of_sorted(sorted(samples), q)
+
+
+def _quantile_of_sorted(ordered: Sequence[float], q: float) -> float:
+    """``quantile`` of samples already in ascending order."""
     position = q * (len(ordered) - 1)
     lower = math.floor(position)
     upper = min(lower + 1, len(ordered) - 1)
@@ -72,20 +78,15 @@ def mann_whitney_p(first: Sequence[float], second: Sequence[float]) -> float:
     n, m = len(first), len(second)
     if n == 0 or m == 0:
         raise ValueError("Mann-Whitney needs samples on both sides")
-    pooled = sorted([(value, 0) for value in first] + [(value, 1) for value in second])
-    ranks = [0.0] * len(pooled)
+    pooled = sorted([*first, *second])
     tie_term = 0.0
-    start = 0
-    while start < len(pooled):
-        end = start
-        while end + 1 < len(pooled) and pooled[end + 1][0] == pooled[start][0]:
-            end += 1
-        for index in range(start, end + 1):
-            ranks[index] = (start + end) / 2.0 + 1.0
-        ties = end - start + 1
-        tie_term += ties**3 - ties
-        start = end + 1
-    rank_sum_first = sum(rank for rank, (_, side) in zip(ranks, pooled, strict=True) if side == 0)
+    if len(set(pooled)) < len(pooled):
+        for _, group in groupby(pooled):
+            ties = sum(1 for _ in group)
+            tie_term += ties**3 - ties
+    # A value's rank is the mean of the ranks its tied group spans in the pooled order (1-based);
+    # the ranks are integers and halves, so their sum is exact in any order.
+    rank_sum_first = sum((bisect_left(pooled, value) + bisect_right(pooled, value) + 1) / 2.0 for value in first)
     u = rank_sum_first - n * (n + 1) / 2.0
     total = n + m
     variance = n * m / 12.0 * ((total + 1) - tie_term / (total * (total - 1)))
@@ -110,8 +111,9 @@ def ratio_confidence_interval(
     n, m = len(current), len(baseline)
     if n == 0 or m == 0:
         raise ValueError("a ratio needs samples on both sides")
-    differences = sorted(math.log(c) - math.log(b) for c in current for b in baseline)
-    estimate = median(differences)
+    log_current, log_baseline = [math.log(c) for c in current], [math.log(b) for b in baseline]  # n + m logs, not n x m
+    differences = sorted([c - b for c in log_current for b in log_baseline])
+    estimate = _quantile_of_sorted(differences, 0.5)
     half_width = z * math.sqrt(n * m * (n + m + 1) / 12.0)
     k = max(0, math.floor(n * m / 2.0 - half_width))
     low, high = differences[k], differences[len(differences) - 1 - k]

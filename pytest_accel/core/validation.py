@@ -104,6 +104,8 @@ def samples(value: object, path: str, *, allow_empty: bool) -> tuple[float, ...]
         raise Invalid(path, f"{SAMPLES_PROBLEM}, got {show(value)}")
     if not value and not allow_empty:
         raise Invalid(path, f"{SAMPLES_PROBLEM}, got an empty list")
+    if all(type(item) is float and 0 < item < math.inf for item in value):  # the common case, in one pass
+        return tuple(value)
     samples = []
     for index, item in enumerate(value):
         number = finite(item)
@@ -166,11 +168,13 @@ class _DuplicateKey(ValueError):
 
 def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object's pairs as a dict; a key given twice is refused (json.loads would keep the last)."""
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
+    result = dict(pairs)
+    if len(result) < len(pairs):  # rare: find the key given twice
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
     return result
 
 

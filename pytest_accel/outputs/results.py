@@ -207,6 +207,8 @@ def _line_of(text: str, results: list[Any], index: int) -> str:
 def _seconds(value: object, where: str) -> tuple[float, ...]:
     values = samples(value, where, allow_empty=True)
     low, high = SECONDS_RANGE
+    if not values or (low <= min(values) and max(values) <= high):  # the common case; else find the item
+        return values
     for index, item in enumerate(values):
         if not low <= item <= high:
             raise Invalid(where, f"item {index} is {item!r} seconds, outside [{low:g}, {high:g}]")
