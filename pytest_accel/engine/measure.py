@@ -235,7 +235,7 @@ def measure(
     estimate = median(warmup_times[-config.warmup_window :])
     if pipelined:
         estimate = _sustained_estimate(fn, timer, mark_step, config)
-    calls_per_round, rounds = _rounds(estimate, config, cold=mode.flush is not None)
+    calls_per_round, rounds = _rounds(estimate, config, _flush_seconds(mode, timer, mark_step))
     probe_calls = _probe_calls(probe, timer, mark_step, config) if probe is not None else 0
     state = _StateProbes(state_probes or {}, timer, mark_step, config)
     if host_share is not None:
@@ -315,14 +315,29 @@ def _round_of(fn: Callable[[], Any], calls: int, mode: TimingMode) -> _Round:
     return eager_round
 
 
-def _rounds(estimate: float, config: MeasureConfig, cold: bool = False) -> tuple[int, int]:
-    """(calls per round, rounds) for a call of ``estimate`` seconds: the module docstring's calibration
-    (cold: at most COLD_CALLS_PER_ROUND calls a round, each timed alone after a flush)."""
-    calls_per_round = max(1, math.ceil(config.round_seconds / estimate))
-    if cold:
-        calls_per_round = min(calls_per_round, COLD_CALLS_PER_ROUND)
+def _rounds(estimate: float, config: MeasureConfig, flush_seconds: float | None = None) -> tuple[int, int]:
+    """(calls per round, rounds) for a call of ``estimate`` seconds: the module docstring's calibration.
+
+    Cold (``flush_seconds``: what one flush takes): each call costs its flush too, so the budgets are
+    spent on call + flush, with at most COLD_CALLS_PER_ROUND calls a round (each is timed alone)."""
+    if flush_seconds is None:
+        calls_per_round = max(1, math.ceil(config.round_seconds / estimate))
+    else:
+        estimate += flush_seconds
+        calls_per_round = min(max(1, math.ceil(config.round_seconds / estimate)), COLD_CALLS_PER_ROUND)
     wanted_rounds = math.ceil(config.measure_seconds / (calls_per_round * estimate))
     return calls_per_round, min(max(wanted_rounds, config.min_rounds), config.max_rounds)
+
+
+def _flush_seconds(mode: TimingMode, timer: RegionTimer, mark_step: Callable[[], None]) -> float | None:
+    """What one cache flush takes (the median of three), or None when the mode is warm."""
+    if mode.flush is None:
+        return None
+    times = []
+    for _ in range(3):
+        _timed_round(mode.flush, 1, timer, mark_step)
+        times.append(_check_duration(timer.stop(), "a cache flush"))
+    return median(times)
 
 
 def _memory_call(

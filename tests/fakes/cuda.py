@@ -1,0 +1,102 @@
+"""A contract fake of the ``torch.cuda`` calls the CUDA backend's timing modes make, and of NVML's clock.
+
+Installed with ``install_fake_cuda(monkeypatch)`` over the real ``torch.cuda`` attributes, it runs
+the backend's code on the CPU: graph capture (``Stream``, ``stream``, ``current_stream``,
+``CUDAGraph``, ``graph``, ``synchronize``), the device properties (``L2_cache_size``) and the SM
+clock (``clock_rate``, which asks NVML). Only the calls the backend makes, with the behaviour torch
+documents for them: a capture records the callable's calls and a replay runs them again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+__all__ = ["FakeCuda", "counting", "install_fake_cuda"]
+
+
+@dataclass
+class FakeCuda:
+    """What the fake saw, and what it answers: the log of calls, the L2 size, the clock readings."""
+
+    l2_bytes: int = 60 * 2**20  # an H200's L2 (60 MiB)
+    clocks: list[float] = field(default_factory=list)  # SM clock readings in MHz, consumed one per call
+    clock_error: Exception | None = None  # what clock_rate raises (no pynvml: ModuleNotFoundError)
+    capture_error: Exception | None = None  # what a capture raises (a workload that syncs)
+    log: list[str] = field(default_factory=list)
+    captured_calls: int = 0  # calls made inside the last capture
+    replays: int = 0
+    capturing: bool = False  # a capture is open
+
+    def clock_rate(self, device: Any = None) -> int:
+        """``torch.cuda.clock_rate``: NVML's SM clock; the last reading repeats once the list runs out."""
+        if self.clock_error is not None:
+            raise self.clock_error
+        self.log.append("clock_rate")
+        value = self.clocks.pop(0) if len(self.clocks) > 1 else self.clocks[0]
+        return int(value)
+
+
+class _FakeGraph:
+    def __init__(self, cuda: FakeCuda) -> None:
+        self._cuda = cuda
+
+    def replay(self) -> None:
+        self._cuda.replays += 1
+        self._cuda.log.append("replay")
+
+
+def install_fake_cuda(monkeypatch: pytest.MonkeyPatch, cuda: FakeCuda | None = None) -> FakeCuda:
+    """Replace the ``torch.cuda`` calls the backend makes with ``cuda``'s (a fresh ``FakeCuda`` by default)."""
+    cuda = cuda or FakeCuda()
+
+    @contextmanager
+    def stream(side: Any) -> Iterator[None]:
+        cuda.log.append("side stream")
+        yield
+
+    @contextmanager
+    def graph(fake_graph: _FakeGraph) -> Iterator[None]:
+        cuda.log.append("capture begin")
+        if cuda.capture_error is not None:
+            raise cuda.capture_error
+        cuda.capturing = True
+        try:
+            yield
+        finally:
+            cuda.capturing = False
+            cuda.log.append("capture end")
+
+    def properties(index: int = 0) -> Any:
+        return SimpleNamespace(L2_cache_size=cuda.l2_bytes, total_memory=141 * 2**30, major=9, minor=0)
+
+    stream_object = SimpleNamespace(wait_stream=lambda other: None)
+    for name, value in {
+        "Stream": lambda index=None: stream_object,
+        "current_stream": lambda index=None: stream_object,
+        "stream": stream,
+        "CUDAGraph": lambda: _FakeGraph(cuda),
+        "graph": graph,
+        "synchronize": lambda index=None: cuda.log.append("synchronize"),
+        "get_device_properties": properties,
+        "clock_rate": cuda.clock_rate,
+    }.items():
+        monkeypatch.setattr(torch.cuda, name, value, raising=False)
+    return cuda
+
+
+def counting(cuda: FakeCuda, fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn``, counting the calls made while a capture is open (what the graph would hold)."""
+
+    def call() -> Any:
+        if cuda.capturing:
+            cuda.captured_calls += 1
+        return fn()
+
+    return call
