@@ -36,22 +36,34 @@ def test_llm_train_step(throughput: Any, accel_device: Device, accel_profile: st
     check_measurement(result, unit="tokens", items=ids.numel(), flops=flops)
 
 
+# The full profile's decode is timed over the first DECODE_WINDOW of the 2048 new tokens: one call
+# of the whole 2048 outlasted 45 s per test on an H200 (warm-up, a memory call and 20 rounds of
+# calls of ~1 s each; docs/device-check-h200), past what a nightly can give each of its tests.
+DECODE_WINDOW = 256
+# ... and in fewer rounds (5 of 256 tokens, a few seconds each), a 1 s warm-up budget: perf marker
+# settings that perf_tests/conftest.py gives these tests in the full profile only.
+FULL_PROFILE_PERF = {"test_llm_generation": {"min_rounds": 5, "warmup_max_seconds": 1.0}}
+
+
 @pytest.mark.parametrize("batch", [1, 4])
 def test_llm_generation(throughput: Any, accel_device: Device, accel_profile: str, batch: int) -> None:
-    """Greedy generation: prefill (128 prompt tokens) and decode (2048 new tokens; smoke: 64) measured apart.
+    """Greedy generation: prefill (128 prompt tokens) and decode (smoke: 64 new tokens) measured apart.
 
-    "prefill" times generate() of one new token: the prompt's forward pass. "decode" times the whole
-    generation of N tokens and counts N x batch tokens; the single prefill inside it is under 2% of
-    that time at N = 2048 (one forward against ~2048 decode forwards).
+    "prefill" times generate() of one new token: the prompt's forward pass. "decode" times the
+    generation of N tokens and counts N x batch tokens; the single prefill inside it is one forward
+    against N decode forwards. Full: N is the first DECODE_WINDOW (256) of the study's 2048 new tokens,
+    in 5 rounds (FULL_PROFILE_PERF): a figure of the decode's rate
+    at KV-cache positions 128-384, within a nightly's budget, not of the whole 2048-token call.
     """
     size = _size(accel_profile, accel_device)
+    new_tokens = min(size.new_tokens, DECODE_WINDOW)
     model = llama.build(size, accel_device, _dtype(accel_device)).eval()
     prompt = llama.tokens(size, batch, size.prompt_tokens, accel_device, seed=1)
     prefill = throughput(
         llama.generate(model, prompt, 1), items=batch * size.prompt_tokens, unit="tokens", name="prefill"
     )
     decode = throughput(
-        llama.generate(model, prompt, size.new_tokens), items=batch * size.new_tokens, unit="tokens", name="decode"
+        llama.generate(model, prompt, new_tokens), items=batch * new_tokens, unit="tokens", name="decode"
     )
     assert prefill.disabled or decode.seconds_per_call > prefill.seconds_per_call
 
