@@ -259,6 +259,25 @@ def test_a_library_that_imports_a_pytest_plugin_is_preloaded_without_breaking_st
     assert codes == [0, 0], (tmp_path / "r1.log").read_text()
 
 
+def test_a_plugin_distribution_is_preloaded_so_later_runs_do_not_import_it(tmp_path: Path) -> None:
+    """hypothesis (a pytest11 plugin) imported by the first run is in the worker for every later fork."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n")
+    (tmp_path / "test_h.py").write_text(
+        "import sys\n\ndef test_h():\n    print('hypothesis preloaded:', 'hypothesis' in sys.modules)\n"
+        "    import hypothesis\n"
+    )
+    worker = Worker(Side("head", "tree", "", tmp_path, tmp_path, sys.executable), tmp_path / "worker.log")
+    try:
+        runs = [
+            worker.run(["test_h.py", "-s"], tmp_path / f"r{i}.json", tmp_path / f"r{i}.log", tmp_path / "e", BUDGET)
+            for i in range(2)
+        ]
+    finally:
+        worker.close()
+    assert [run.returncode for run in runs] == [0, 0], runs[1].log.read_text()
+    assert "hypothesis preloaded: True" in runs[1].log.read_text()
+
+
 def test_a_run_that_dies_or_a_worker_that_cannot_start_answers_with_its_exit_code_and_words(tmp_path: Path) -> None:
     (tmp_path / "test_die.py").write_text(
         "import os\n\ndef test_die():\n    print('bye', flush=True)\n    os._exit(7)\n"
