@@ -14,6 +14,12 @@ from pytest_accel.engine.devices.base import Device
 pytest.importorskip("diffusers", reason="the MMDiT workloads need diffusers (pip install 'pytest-accel[models]')")
 
 RESOLUTIONS = (256, 512, 1024)
+# Full profile: a 30-step inference at 1024x1024 takes about a second a call on an H200, so 5 rounds
+# (perf_tests/conftest.py gives these perf marker settings in the full profile only).
+FULL_PROFILE_PERF = {
+    "test_inference_30_steps": {"min_rounds": 5},
+    "test_inference_30_steps_graphs": {"min_rounds": 5},
+}
 
 
 def _config(profile: str, device: Device, variant: str = "sd3") -> mmdit.MMDiTConfig:
