@@ -186,3 +186,20 @@ def test_cold_rounds_hold_at_most_a_hundred_calls_each_timed_alone() -> None:
     result = measure(kernel(clock, 1e-6), timer=timer(clock), items_per_call=1, unit="calls", config=FAST, mode=mode)
     assert result.calls_per_round == COLD_CALLS_PER_ROUND
     assert result.seconds_per_call == pytest.approx(1e-6)
+
+
+def test_a_figure_is_compared_only_with_a_baseline_timed_in_the_same_mode() -> None:
+    from pytest_accel.judgement.baselines import BaselineEntry
+    from pytest_accel.judgement.recording import recorded_entries
+
+    graph = Measurement("calls", 1.0, (5e-6,) * 3, timing=GRAPH)
+    (entry,) = recorded_entries([("t.py::test_add", graph)], {}, {}, {"torch": "2.13"}, reset=False)
+    assert entry.provenance == {"torch": "2.13", "timing": "graph"}  # the default (warm) is left out
+    assert entry.incomparable(graph, {"torch": "2.13"}) is None
+    eager = Measurement("calls", 1.0, (8e-6,) * 3)
+    assert entry.incomparable(eager, {}) == (
+        "the baseline was timed with timing=graph, this run with timing=eager: another mode"
+    )
+    old = BaselineEntry("t.py::test_add", "throughput", "calls", 1.0, (8e-6,))  # recorded before modes existed
+    assert old.incomparable(eager, {}) is None
+    assert "cache=cold" in str(old.incomparable(Measurement("calls", 1.0, (8e-6,), cache=COLD), {}))

@@ -26,7 +26,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
 
-from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, UNPROBED, Measurement, compared_samples
+from pytest_accel.core.measurement import (
+    EAGER,
+    FAULT_SHARE,
+    FOREIGN_CPU,
+    UNPROBED,
+    WARM,
+    Measurement,
+    compared_samples,
+)
 from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.stats import median
 from pytest_accel.core.validation import Invalid as _Invalid
@@ -56,6 +64,7 @@ __all__ = [
     "check_name",
     "decode_file",
     "locked",
+    "mode_provenance",
     "run_history",
     "state_history",
     "write_atomically",
@@ -137,6 +146,17 @@ def _round_significant(value: float) -> float:
     return rounded if math.isfinite(rounded) else value
 
 
+# How a figure was timed (core/measurement.py), in an entry's provenance where it is not the default:
+# a graph-replay or cold figure is never compared with an eager or warm one.
+_MODE_DEFAULTS = {"timing": EAGER, "cache": WARM}
+
+
+def mode_provenance(measurement: Measurement, defaults: bool = False) -> dict[str, str]:
+    """``{"timing": "graph", "cache": "cold"}``: a measurement's timing mode, the defaults only when asked."""
+    modes = {"timing": measurement.timing, "cache": measurement.cache}
+    return {key: value for key, value in modes.items() if defaults or value != _MODE_DEFAULTS[key]}
+
+
 @final
 @dataclass(frozen=True)
 class BaselineEntry:
@@ -208,6 +228,10 @@ class BaselineEntry:
                 f"the baseline measured {self.items_per_call:g} {self.unit} per call, this run "
                 f"{measurement.items_per_call:g} {measurement.unit}: the workload changed"
             )
+        for key, now_mode in mode_provenance(measurement, defaults=True).items():  # graph vs eager, cold vs warm
+            then_mode = self.provenance.get(key, _MODE_DEFAULTS[key])
+            if then_mode != now_mode:
+                return f"the baseline was timed with {key}={then_mode}, this run with {key}={now_mode}: another mode"
         for key in (*IDENTITY_PROVENANCE, *COMPARABLE_PROVENANCE, *MAJOR_VERSION_PROVENANCE):
             then, now = self.provenance.get(key), provenance.get(key)
             if then is None and now is None:

@@ -10,7 +10,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.judgement.baselines import BaselineEntry, run_history, state_history
+from pytest_accel.judgement.baselines import BaselineEntry, mode_provenance, run_history, state_history
 
 __all__ = ["recorded_entries", "stale_tests"]
 
@@ -40,7 +40,7 @@ def recorded_entries(
                 peak_memory_bytes=m.peak_memory_bytes,
                 tolerance=None if earlier is None else earlier.tolerance,
                 memory_tolerance=None if earlier is None else earlier.memory_tolerance,
-                provenance=provenance,
+                provenance={**provenance, **mode_provenance(m)},  # graph / cold figures say so
                 operators=m.operators,
             )
         )
