@@ -23,6 +23,7 @@ from pytest_accel.ab import ABError, ABSettings, run_ab
 from pytest_accel.core.measurement import display_name
 from pytest_accel.core.operators import explain
 from pytest_accel.core.units import format_percent_change, format_rate
+from pytest_accel.core.validation import number_text
 from pytest_accel.engine.provenance import git_commit
 from pytest_accel.judgement.baselines import BaselineError, BaselineStore
 from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, DETECTORS
@@ -437,12 +438,9 @@ def _parser() -> argparse.ArgumentParser:
 def _tolerance(text: str) -> float:
     """An option's relative tolerance: a finite number >= 0 (argparse names the option and exits 2)."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0 (0.05 is 5%)")
-    return value
+        return number_text(text, zero_allowed=True)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{error} (0.05 is 5%)") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

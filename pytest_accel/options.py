@@ -1,24 +1,29 @@
 """The run's options: command line + ini + perf marker, read and validated once into frozen records.
 
-Option values pass through small ``parse_*`` functions given as ``type=`` (a bad value is argparse's
-usage error naming the option); ini values through ``ini_*`` readers that raise ``pytest.UsageError``
-naming the setting. ``AccelOptions.from_config`` builds the one record the rest of the plugin reads.
+Each option is declared once, as a field of ``AccelOptions`` carrying a ``Setting``: its ini name,
+default and help, its command-line flag and help, how its text is read, and whether a child pytest
+(a confirmation, the calibration's neighbour) gets this run's value. ``plugin.pytest_addoption``
+registers the flags and ini settings from that table, ``AccelOptions.from_config`` reads them, and
+``AccelOptions.child_settings`` hands them on. A bad flag is argparse's usage error naming the flag;
+a bad ini value a ``pytest.UsageError`` naming the setting; both quote the value.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, final
 
 import pytest
 
+from pytest_accel.core.validation import integer_text, number_text
 from pytest_accel.engine.devices import DEVICE_CHOICES
 from pytest_accel.engine.devices.hostalloc import HOST_ALLOCATOR_MODES
 from pytest_accel.engine.measure import MeasureConfig
 from pytest_accel.judgement.confirm import ChildSettings
+from pytest_accel.judgement.gate import GateMode
 from pytest_accel.judgement.structures import STRUCTURE_POLICIES
 from pytest_accel.judgement.verdict import VerdictPolicy
 
@@ -26,16 +31,12 @@ __all__ = [
     "MARKER_SETTINGS",
     "OPERATOR_CHOICES",
     "PROFILE_CHOICES",
+    "SETTINGS",
     "STRUCTURE_POLICIES",
     "AccelOptions",
-    "ini_bool",
-    "ini_choice",
-    "ini_float",
-    "ini_int",
+    "Setting",
     "parse_output_folder",
     "parse_output_path",
-    "parse_positive_float",
-    "parse_positive_int",
 ]
 
 PROFILE_CHOICES = ("smoke", "full")
@@ -49,121 +50,317 @@ _MARKER_POLICY = ("tolerance", "memory_tolerance")
 _MARKER_STRUCTURE = "structure"
 MARKER_SETTINGS = (*_MARKER_MEASURE, *_MARKER_POLICY, _MARKER_STRUCTURE)
 _MARKER_INTEGERS = ("min_rounds",)  # the others are numbers (seconds, fractions)
+# The verdict thresholds among the settings: they make the run's VerdictPolicy.
+_POLICY_FIELDS = ("tolerance", "memory_tolerance", "state_noise_floor", "foreign_cpu_margin")
 
-
-def parse_positive_float(text: str) -> float:
-    """Option type: a finite number > 0 (seconds, fractions)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number greater than 0")
-    return value
-
-
-def parse_positive_int(text: str) -> int:
-    """Option type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
+Reader = Callable[[Any], Any]  # an option's text -> its value; ValueError quoting the text says what is wrong
 
 
 def parse_output_path(text: str) -> Path:
-    """Option type: a file path whose folder exists (checked now, not after an hour of measuring)."""
+    """A file path whose folder exists (checked now, not after an hour of measuring)."""
     path = Path(text)
     if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
+        raise ValueError(f"{text!r} is a directory; give a file name")
     if not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist")
+        raise ValueError(f"the folder of {text!r} does not exist")
     return path
 
 
 def parse_output_folder(text: str) -> Path:
-    """Option type: a folder to write into (made when needed); refused when a file is in its place."""
+    """A folder to write into (made when needed); refused when a file is in its place."""
     path = Path(text)
     for part in (path, *path.parents):
         if part.exists():
             if not part.is_dir():
-                raise argparse.ArgumentTypeError(f"{str(part)!r} is a file; --accel-trace needs a folder")
+                raise ValueError(f"{str(part)!r} is a file; --accel-trace needs a folder")
             break
     return path
 
 
-def ini_float(config: pytest.Config, name: str) -> float:
-    """The ini option ``name`` as a float; a bad value is a usage error naming it."""
-    raw = config.getini(name)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise pytest.UsageError(f"ini option {name} = {raw!r} is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise pytest.UsageError(f"ini option {name} = {raw!r} must be a finite number greater than 0")
-    return value
+def _positive(text: Any) -> float:
+    return number_text(text)
 
 
-def ini_bool(config: pytest.Config, name: str) -> bool:
-    """The ini option ``name`` as a bool; a bad value is a usage error naming it."""
-    raw = str(config.getini(name)).strip().lower()
-    if raw not in ("true", "false", "1", "0", "yes", "no"):
-        raise pytest.UsageError(f"ini option {name} = {raw!r}; use true or false")
-    return raw in ("true", "1", "yes")
+def _integer(minimum: int) -> Reader:
+    return lambda text: integer_text(text, minimum)
 
 
-def ini_int(config: pytest.Config, name: str, minimum: int) -> int:
-    """The ini option ``name`` as an int; a bad value is a usage error naming it."""
-    raw = config.getini(name)
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise pytest.UsageError(f"ini option {name} = {raw!r} is not an integer") from None
-    if value < minimum:
-        raise pytest.UsageError(f"ini option {name} = {raw!r} must be at least {minimum}")
-    return value
+def _boolean(text: Any) -> bool:
+    word = str(text).strip().lower()
+    if word not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError(f"{word!r}; use true or false")
+    return word in ("true", "1", "yes")
 
 
-def ini_choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
-    """The ini option ``name`` as a choice; a bad value is a usage error naming it."""
-    value = str(config.getini(name))
-    if value not in choices:
-        raise pytest.UsageError(f"ini option {name} = {value!r}; choose one of {', '.join(choices)}")
-    return value
+def _choice(choices: tuple[str, ...]) -> Reader:
+    def read(text: Any) -> str:
+        value = str(text)
+        if value not in choices:
+            raise ValueError(f"{value!r}; choose one of {', '.join(choices)}")
+        return value
+
+    return read
+
+
+def _baselines_root(config: pytest.Config) -> Path:
+    """``--accel-baselines`` against the current folder, else ini ``accel_baselines`` against the ini file's."""
+    if config.option.accel_baselines:
+        return Path(config.option.accel_baselines).resolve()
+    base = config.inipath.parent if config.inipath else config.rootpath
+    return base / str(config.getini("accel_baselines"))
+
+
+@final
+@dataclass(frozen=True)
+class Setting:
+    """One option, declared once: its ini setting, its command-line flag, how its text is read, and
+    whether a child pytest gets this run's value (as an ini override)."""
+
+    ini: str | None = None  # the ini name; None: a flag only
+    ini_help: str = ""
+    default: str | None = None  # the ini default, as an ini file writes it
+    flag: str | None = None  # the command-line flag; None: an ini setting only
+    flag_help: str = ""
+    read: Reader | None = None  # the ini text (and the flag's) -> value; None: the flag is a switch
+    flag_read: Reader | None = None  # the flag's reader where it differs from the ini's
+    choices: tuple[str, ...] | None = None  # the flag's choices (argparse lists them)
+    metavar: str | None = None
+    child: bool = False  # a child pytest gets this run's value as an ini override
+    implied_by: str | None = None  # a switch also set by another option's (--accel-prune implies --accel-stale)
+    resolve: Callable[[pytest.Config], Any] | None = None  # replaces "the flag, else the ini" where both mean more
+
+    @property
+    def dest(self) -> str:
+        """Where argparse keeps the flag's value (``config.option.<dest>``)."""
+        assert self.flag is not None
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def declare(self, group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+        """Register the flag in ``group`` and the ini setting with ``parser``."""
+        if self.flag is not None:
+            group.addoption(self.flag, **self.flag_arguments())
+        if self.ini is not None:
+            parser.addini(self.ini, self.ini_help, default=self.default)
+
+    def flag_arguments(self, help_suffix: str = "") -> dict[str, Any]:
+        """``addoption``'s keywords for this flag (another spelling of it passes the same, ``--device``)."""
+        arguments: dict[str, Any] = {"dest": self.dest, "help": self.flag_help + help_suffix}
+        reader = self.flag_read or self.read
+        if self.choices is not None:
+            arguments.update(choices=self.choices, default=None)
+        elif reader is None:
+            arguments.update(action="store_true")
+        elif reader is not str:
+            arguments.update(type=_argparse_type(reader), default=None)
+        else:
+            arguments.update(default=None)
+        if self.metavar is not None:
+            arguments["metavar"] = self.metavar
+        return arguments
+
+    def value(self, config: pytest.Config) -> Any:
+        """This run's value: the flag's when given, else the ini's; a bad ini value is a usage error naming it."""
+        if self.resolve is not None:
+            return self.resolve(config)
+        given = getattr(config.option, self.dest) if self.flag is not None else None
+        if given or self.ini is None:
+            return bool(given) if self.read is None and self.choices is None else given
+        assert self.read is not None
+        raw = config.getini(self.ini)
+        try:
+            return self.read(raw)
+        except ValueError as error:
+            raise pytest.UsageError(f"ini option {self.ini} = {error}") from None
+
+
+def _argparse_type(reader: Reader) -> Callable[[str], Any]:
+    """``reader`` as argparse's ``type=``: its ``ValueError`` becomes the message argparse shows."""
+
+    def read(text: str) -> Any:
+        try:
+            return reader(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return read
+
+
+def _setting(**declaration: Any) -> dict[str, Setting]:
+    """The metadata of a field of ``AccelOptions``: the ``Setting`` that declares it (see ``SETTINGS``)."""
+    return {"setting": Setting(**declaration)}
+
+
+DEVICE_HELP = "device to measure on: auto (hpu, else cuda, else cpu), cpu, cuda or hpu (default: auto)"
 
 
 @final
 @dataclass(frozen=True)
 class AccelOptions:
-    """Every pytest-accel setting of one run, from the command line and the ini file."""
+    """Every pytest-accel setting of one run, from the command line and the ini file.
 
-    device: str  # the --device choice: auto, cpu, cuda or hpu
-    profile: str  # smoke or full
-    measure_seconds: float  # timed budget per measurement
-    warmup_max_seconds: float  # warm-up budget, counted after the first call
-    min_rounds: int  # timed rounds at least, whatever the budget
-    policy: VerdictPolicy  # the suite's verdict thresholds (a perf marker may override them per test)
-    confirmations: int  # in-process re-measurements of a suspected regression
-    fresh_confirmation: bool  # confirm a regression in a fresh pytest process too
-    cpu_threads: int | None  # torch threads on the CPU; None: the device's default (half the cores)
-    update: bool  # record this run's measurements as baselines (--accel-update or --accel-reset-history)
-    reset_history: bool  # forget the earlier recordings of the measured tests
-    calibrate: bool  # measure beside the standard neighbour and store how far it moved each test
-    strict: bool  # a noisy verdict fails
-    require_baseline: bool  # a new (unjudged) measurement fails
-    baselines: Path  # the baseline folder
-    rank_timeout_seconds: float  # under torchrun: how long a rank waits for the others
-    json_path: Path | None  # --accel-json
-    markdown_path: Path | None  # --accel-markdown
-    stale: bool  # --accel-stale: list entries of tests that no longer exist, and exit
-    prune: bool  # --accel-prune: remove them
-    operators: str = "auto"  # when operator tables are taken: auto, always or off (OPERATOR_CHOICES)
-    trace_dir: Path | None = None  # --accel-trace: the Chrome trace of each regressed workload goes there
-    structure: str = "fail"  # what a structural change does: fail, warn or off (STRUCTURE_POLICIES)
-    structure_only: bool = False  # --accel-structure-only: judge what ran, not time
-    host_allocator: str = "steady"  # the CPU's malloc mode (engine/devices/hostalloc.py)
+    The fields are the table of options: ``--help`` lists the flags in this order, then the ini settings.
+    """
+
+    # the --device choice: auto, cpu, cuda or hpu
+    device: str = field(metadata=_setting(
+        flag="--accel-device", choices=DEVICE_CHOICES, flag_help=DEVICE_HELP,
+        ini="accel_device", ini_help="default for --device / --accel-device", default="auto",
+        read=_choice(DEVICE_CHOICES),
+    ))  # fmt: skip
+    # smoke or full
+    profile: str = field(metadata=_setting(
+        flag="--accel-profile", choices=PROFILE_CHOICES,
+        flag_help="workload sizes: smoke (seconds on a laptop CPU) or full (the studies' sizes; needs a device)",
+        ini="accel_profile", ini_help="default for --accel-profile (smoke or full)", default="smoke",
+        read=_choice(PROFILE_CHOICES),
+    ))  # fmt: skip
+    # --accel-json
+    json_path: Path | None = field(metadata=_setting(
+        flag="--accel-json", read=parse_output_path, metavar="PATH",
+        flag_help="write every measurement of this run, with provenance, to PATH as JSON",
+    ))  # fmt: skip
+    # timed budget per measurement
+    measure_seconds: float = field(metadata=_setting(
+        flag="--accel-measure-seconds", read=_positive, metavar="S", child=True,
+        flag_help="timed budget per measurement in seconds (default: ini accel_measure_seconds, 1.0)",
+        ini="accel_measure_seconds", ini_help="timed budget per measurement, seconds", default="1.0",
+    ))  # fmt: skip
+    # --accel-markdown
+    markdown_path: Path | None = field(metadata=_setting(
+        flag="--accel-markdown", read=parse_output_path, metavar="PATH",
+        flag_help="write a Markdown summary of this run (regressions first) to PATH, e.g. for a CI job page",
+    ))  # fmt: skip
+    # the baseline folder
+    baselines: Path = field(metadata=_setting(
+        flag="--accel-baselines", read=str, metavar="DIR", resolve=_baselines_root,
+        flag_help="baseline folder (default: ini accel_baselines, else 'baselines' beside the ini file)",
+        ini="accel_baselines", ini_help="baseline folder, relative to the ini file", default="baselines",
+    ))  # fmt: skip
+    # record this run's measurements as baselines (--accel-update or --accel-reset-history)
+    update: bool = field(metadata=_setting(
+        flag="--accel-update", implied_by="reset_history",
+        flag_help="write this run's measurements into the baselines (only those measured; others untouched)",
+    ))  # fmt: skip
+    # forget the earlier recordings of the measured tests
+    reset_history: bool = field(metadata=_setting(
+        flag="--accel-reset-history",
+        flag_help="like --accel-update, and forget the earlier recordings of the measured tests (an accepted change)",
+    ))  # fmt: skip
+    # measure beside the standard neighbour and store how far it moved each test
+    calibrate: bool = field(metadata=_setting(
+        flag="--accel-calibrate",
+        flag_help="measure the selected tests beside the standard neighbour (a second copy of them in a child "
+        "pytest) and store how far it moved each one with its baseline: on a shared host, a slowdown beyond that "
+        "is judged",
+    ))  # fmt: skip
+    # a noisy verdict fails
+    strict: bool = field(metadata=_setting(
+        flag="--accel-strict", flag_help="a 'noisy' verdict fails its test (default: reported, passes)"
+    ))  # fmt: skip
+    # a new (unjudged) measurement fails
+    require_baseline: bool = field(metadata=_setting(
+        flag="--accel-require-baseline",
+        flag_help="a measurement with no baseline for this device fails its test (default: 'new', passes)",
+    ))  # fmt: skip
+    # --accel-stale: list entries of tests that no longer exist, and exit
+    stale: bool = field(metadata=_setting(
+        flag="--accel-stale", implied_by="prune",
+        flag_help="after collection, list baseline entries of tests that no longer exist, and exit",
+    ))  # fmt: skip
+    # --accel-prune: remove them
+    prune: bool = field(metadata=_setting(
+        flag="--accel-prune", flag_help="like --accel-stale, and remove those entries from the baseline file"
+    ))  # fmt: skip
+    # when operator tables are taken: auto, always or off (OPERATOR_CHOICES)
+    operators: str = field(metadata=_setting(
+        flag="--accel-operators", choices=OPERATOR_CHOICES,
+        flag_help="when to take a workload's operator table with torch.profiler: auto (at --accel-update, stored "
+        "in the baseline, and on a confirmed regression, diffed against it), always (every measurement too), "
+        "off (default: ini accel_operators, else auto)",
+        ini="accel_operators", ini_help="when to take operator tables: auto, always or off", default="auto",
+        read=_choice(OPERATOR_CHOICES),
+    ))  # fmt: skip
+    # what a structural change does: fail, warn or off (STRUCTURE_POLICIES)
+    structure: str = field(metadata=_setting(
+        flag="--accel-structure", choices=STRUCTURE_POLICIES,
+        flag_help="what a change of what ran (operators, compiled graphs, graph breaks, recompilations, host "
+        "syncs) does: fail its test, warn, or off: take no structural record (default: ini accel_structure, else "
+        "fail)",
+        ini="accel_structure", ini_help="what a structural change does: fail, warn or off", default="fail",
+        read=_choice(STRUCTURE_POLICIES),
+    ))  # fmt: skip
+    # --accel-structure-only: judge what ran, not time
+    structure_only: bool = field(metadata=_setting(
+        flag="--accel-structure-only",
+        flag_help="judge only what ran, not time: a short warm-up and the structural record per measurement "
+        "(seconds a test; no quiet machine or recordings of this host needed)",
+    ))  # fmt: skip
+    # --accel-trace: the Chrome trace of each regressed workload goes there
+    trace_dir: Path | None = field(metadata=_setting(
+        flag="--accel-trace", read=parse_output_folder, metavar="DIR",
+        flag_help="write the Chrome/Perfetto trace of each regressed workload (of every measurement with "
+        "--accel-operators=always) into DIR, one file per test",
+    ))  # fmt: skip
+    # torch threads on the CPU; None: the device's default (half the cores)
+    cpu_threads: int | None = field(metadata=_setting(
+        flag="--accel-cpu-threads", flag_read=_integer(1), metavar="N",
+        flag_help="torch threads when measuring on the CPU (default: ini accel_cpu_threads, else half the cores)",
+        ini="accel_cpu_threads", ini_help="torch threads on the CPU (0: half the cores)", default="0",
+        read=lambda text: integer_text(text, 0) or None,
+    ))  # fmt: skip
+    # warm-up budget, counted after the first call
+    warmup_max_seconds: float = field(metadata=_setting(
+        ini="accel_warmup_max_seconds", default="3.0", read=_positive, child=True,
+        ini_help="upper bound on warm-up per measurement, seconds of calls after the first (which may compile)",
+    ))  # fmt: skip
+    # timed rounds at least, whatever the budget
+    min_rounds: int = field(metadata=_setting(
+        ini="accel_min_rounds", default="20", read=_integer(1), child=True,
+        ini_help="timed rounds per measurement at least, whatever the budget",
+    ))  # fmt: skip
+    # the suite's verdict thresholds (``policy``; a perf marker may override the first two per test)
+    tolerance: float = field(metadata=_setting(
+        ini="accel_tolerance", default="0.05", read=_positive, child=True,
+        ini_help="default slowdown tolerance of the verdict (fraction)",
+    ))  # fmt: skip
+    memory_tolerance: float = field(metadata=_setting(
+        ini="accel_memory_tolerance", default="0.10", read=_positive, child=True,
+        ini_help="default peak-memory growth tolerance (fraction)",
+    ))  # fmt: skip
+    state_noise_floor: float = field(metadata=_setting(
+        ini="accel_state_noise_floor", default="0.10", read=_positive, child=True,
+        ini_help="machine-state probe noise ignored before a verdict widens or turns noisy (fraction, default 0.10)",
+    ))  # fmt: skip
+    foreign_cpu_margin: float = field(metadata=_setting(
+        ini="accel_foreign_cpu_margin", default="0.15", read=_positive, child=True,
+        ini_help="share of the host's CPU that other processes may use beyond the baseline's recordings before a "
+        "slower figure is noisy (fraction, default 0.15)",
+    ))  # fmt: skip
+    # in-process re-measurements of a suspected regression
+    confirmations: int = field(metadata=_setting(
+        ini="accel_confirmations", default="2", read=_integer(0), child=True,
+        ini_help="re-measurements before a regression fails a test",
+    ))  # fmt: skip
+    # confirm a regression in a fresh pytest process too
+    fresh_confirmation: bool = field(metadata=_setting(
+        ini="accel_fresh_process_confirmation", default="true", read=_boolean,
+        ini_help="re-measure a confirmed regression once more in a fresh pytest process before failing (true/false)",
+    ))  # fmt: skip
+    # under torchrun: how long a rank waits for the others
+    rank_timeout_seconds: float = field(metadata=_setting(
+        ini="accel_rank_timeout_seconds", default="300", read=_positive,
+        ini_help="under torchrun: how long a rank waits for the others before failing, naming the missing ranks",
+    ))  # fmt: skip
+
+    # the CPU's malloc mode (engine/devices/hostalloc.py)
+    host_allocator: str = field(metadata=_setting(
+        flag="--accel-host-allocator", choices=HOST_ALLOCATOR_MODES, child=True,
+        flag_help="on the CPU: steady keeps freed memory in the process, as a caching allocator does, so no call "
+        "pays for another's page faults; system leaves the C library's malloc as it is (default: ini "
+        "accel_host_allocator, else steady)",
+        ini="accel_host_allocator", ini_help="the CPU's host allocator mode: steady or system", default="steady",
+        read=_choice(HOST_ALLOCATOR_MODES),
+    ))  # fmt: skip
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AccelOptions:
@@ -179,65 +376,41 @@ class AccelOptions:
                 "--accel-calibrate measures beside a neighbour and must not record those figures as baselines: "
                 "record with --accel-update in a run of its own first"
             )
-        return cls(
-            device=option.accel_device or ini_choice(config, "accel_device", DEVICE_CHOICES),
-            profile=option.accel_profile or ini_choice(config, "accel_profile", PROFILE_CHOICES),
-            measure_seconds=option.accel_measure_seconds or ini_float(config, "accel_measure_seconds"),
-            warmup_max_seconds=ini_float(config, "accel_warmup_max_seconds"),
-            min_rounds=ini_int(config, "accel_min_rounds", minimum=1),
-            policy=VerdictPolicy(
-                tolerance=ini_float(config, "accel_tolerance"),
-                memory_tolerance=ini_float(config, "accel_memory_tolerance"),
-                state_noise_floor=ini_float(config, "accel_state_noise_floor"),
-                foreign_cpu_margin=ini_float(config, "accel_foreign_cpu_margin"),
-            ),
-            confirmations=ini_int(config, "accel_confirmations", minimum=0),
-            fresh_confirmation=ini_bool(config, "accel_fresh_process_confirmation"),
-            cpu_threads=option.accel_cpu_threads or ini_int(config, "accel_cpu_threads", minimum=0) or None,
-            update=bool(option.accel_update or option.accel_reset_history),
-            reset_history=bool(option.accel_reset_history),
-            calibrate=bool(option.accel_calibrate),
-            strict=bool(option.accel_strict),
-            require_baseline=bool(option.accel_require_baseline),
-            baselines=_baselines_root(config),
-            rank_timeout_seconds=ini_float(config, "accel_rank_timeout_seconds"),
-            json_path=option.accel_json,
-            markdown_path=option.accel_markdown,
-            stale=bool(option.accel_stale or option.accel_prune),
-            prune=bool(option.accel_prune),
-            operators=option.accel_operators or ini_choice(config, "accel_operators", OPERATOR_CHOICES),
-            trace_dir=option.accel_trace,
-            structure=option.accel_structure or ini_choice(config, "accel_structure", STRUCTURE_POLICIES),
-            structure_only=bool(option.accel_structure_only),
-            host_allocator=option.accel_host_allocator
-            or ini_choice(config, "accel_host_allocator", HOST_ALLOCATOR_MODES),
-        )
+        values = {name: setting.value(config) for name, setting in SETTINGS.items()}
+        for name, setting in SETTINGS.items():
+            if setting.implied_by is not None:
+                values[name] = values[name] or values[setting.implied_by]
+        return cls(**values)
+
+    @property
+    def policy(self) -> VerdictPolicy:
+        """The suite's verdict thresholds (a perf marker may override them per test)."""
+        return VerdictPolicy(**{name: getattr(self, name) for name in _POLICY_FIELDS})
 
     def child_settings(self, device: str, cpu_threads: int | None, inherited: tuple[str, ...]) -> ChildSettings:
         """These options as a child pytest gets them (a confirmation, the calibration's neighbour): the
         resolved ``device`` kind, its CPU thread count, and the parent's options that decide what code runs.
 
-        Every setting that decides a figure or a verdict goes to the child as its ini override: a
-        setting added here is all a child needs (the one place that lists them)."""
-        policy = self.policy
-        ini = {
-            "accel_measure_seconds": self.measure_seconds,
-            "accel_warmup_max_seconds": self.warmup_max_seconds,
-            "accel_min_rounds": self.min_rounds,
-            "accel_tolerance": policy.tolerance,
-            "accel_memory_tolerance": policy.memory_tolerance,
-            "accel_state_noise_floor": policy.state_noise_floor,
-            "accel_foreign_cpu_margin": policy.foreign_cpu_margin,
-            "accel_confirmations": self.confirmations,
-            "accel_host_allocator": self.host_allocator,
-        }
+        Every setting that decides a figure or a verdict goes to the child as its ini override: those
+        declared with ``child=True``."""
+        ini = tuple((s.ini, str(getattr(self, name))) for name, s in SETTINGS.items() if s.child and s.ini)
         return ChildSettings(
             device=device,
             profile=self.profile,
             baselines=self.baselines,
-            ini=tuple((name, str(value)) for name, value in ini.items()),
+            ini=ini,
             cpu_threads=cpu_threads,
             inherited=inherited,
+        )
+
+    def gate_mode(self, fresh_process: ChildSettings | None) -> GateMode:
+        """How this run's gate acts; ``fresh_process``: the child that confirms a regression, if one may."""
+        return GateMode(
+            update=self.update or self.calibrate,
+            strict=self.strict,
+            require_baseline=self.require_baseline,
+            confirmations=self.confirmations,
+            fresh_process=fresh_process if self.fresh_confirmation else None,
         )
 
     def measure_config(self, marker: dict[str, Any]) -> MeasureConfig:
@@ -289,8 +462,5 @@ class AccelOptions:
             raise ValueError(f"bad perf marker setting: {error}") from None
 
 
-def _baselines_root(config: pytest.Config) -> Path:
-    if config.option.accel_baselines:
-        return Path(config.option.accel_baselines).resolve()
-    base = config.inipath.parent if config.inipath else config.rootpath
-    return base / str(config.getini("accel_baselines"))
+# The table of options, in declaration order: field name -> its Setting.
+SETTINGS: dict[str, Setting] = {f.name: f.metadata["setting"] for f in fields(AccelOptions)}

@@ -26,7 +26,7 @@ from pytest_accel.fixture import OperatorPlan, StructurePlan, Throughput
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
 from pytest_accel.judgement.calibrate import StandardNeighbour
 from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process, inherited_options
-from pytest_accel.judgement.gate import Gate, GateMode
+from pytest_accel.judgement.gate import Gate
 from pytest_accel.judgement.recording import stale_tests
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.judgement.verdict import VerdictRecord
@@ -124,17 +124,10 @@ class AccelSession:
     def gate(self) -> Gate:
         """The regression gate of this run (built once the device is known)."""
         if self._gate is None:
-            options, device = self.options, self.device()
+            device = self.device()
             # Not under torchrun, and not from a confirmation child (it would spawn one in turn).
-            may_spawn = options.fresh_confirmation and self.world is None and not in_fresh_process()
-            child = self._child_settings()
-            mode = GateMode(
-                update=options.update or options.calibrate,
-                strict=options.strict,
-                require_baseline=options.require_baseline,
-                confirmations=options.confirmations,
-                fresh_process=child if may_spawn else None,
-            )
+            may_spawn = self.world is None and not in_fresh_process()
+            mode = self.options.gate_mode(self._child_settings() if may_spawn else None)
             self._gate = Gate(self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory)
         return self._gate
 

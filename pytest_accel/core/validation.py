@@ -1,7 +1,7 @@
 """Validation of JSON read from files: every problem named by its key path, no file ever trusted.
 
-Shared by the baseline store and the result-file reader, which must be equally strict. Pure: no
-torch, no pytest.
+Shared by the baseline store and the result-file reader, which must be equally strict; and the
+numbers written as text in options (the plugin's and the command line's). Pure: no torch, no pytest.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ __all__ = [
     "decode_json",
     "encodable",
     "finite",
+    "integer_text",
+    "number_text",
     "positive",
     "samples",
     "show",
@@ -60,6 +62,31 @@ def finite(value: object) -> float | None:
     except OverflowError:  # an int beyond float range
         return None
     return number if math.isfinite(number) else None
+
+
+def number_text(text: Any, *, zero_allowed: bool = False) -> float:
+    """A number written as text (an option's value): finite, and > 0 (>= 0 with ``zero_allowed``).
+
+    Raises ``ValueError`` quoting the text and saying what is wrong; the caller names the option.
+    """
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
+        raise ValueError(f"{text!r} must be a finite number {'>= 0' if zero_allowed else 'greater than 0'}")
+    return value
+
+
+def integer_text(text: Any, minimum: int) -> int:
+    """An integer written as text (an option's value), at least ``minimum``; ``ValueError`` as ``number_text``."""
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{text!r} is not an integer") from None
+    if value < minimum:
+        raise ValueError(f"{text!r} must be at least {minimum}")
+    return value
 
 
 def encodable(text: str) -> bool:

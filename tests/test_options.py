@@ -1,0 +1,85 @@
+"""The table of options (``options.SETTINGS``): each option declared once, read and handed on from there."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from pytest_accel.options import SETTINGS, Setting, parse_output_folder, parse_output_path
+
+
+def test_every_option_is_declared_with_its_help_and_default() -> None:
+    for name, setting in SETTINGS.items():
+        assert setting.flag or setting.ini, name
+        assert setting.flag is None or setting.flag_help, name
+        assert setting.ini is None or (setting.ini_help and setting.default is not None), name
+        assert setting.implied_by is None or SETTINGS[setting.implied_by].read is None, name  # switches only
+    flags = [s.flag for s in SETTINGS.values() if s.flag]
+    inis = [s.ini for s in SETTINGS.values() if s.ini]
+    assert len(set(flags)) == len(flags) and len(set(inis)) == len(inis)
+
+
+def test_a_child_gets_every_setting_that_decides_a_figure_or_a_verdict() -> None:
+    child = {s.ini for s in SETTINGS.values() if s.child}
+    assert child == {
+        "accel_measure_seconds", "accel_warmup_max_seconds", "accel_min_rounds", "accel_tolerance",
+        "accel_memory_tolerance", "accel_state_noise_floor", "accel_foreign_cpu_margin", "accel_confirmations",
+        "accel_host_allocator",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("measure_seconds", "fast", "'fast' is not a number"),
+        ("tolerance", "-1", "'-1' must be a finite number greater than 0"),
+        ("foreign_cpu_margin", "inf", "'inf' must be a finite number greater than 0"),
+        ("min_rounds", "0", "'0' must be at least 1"),
+        ("min_rounds", "1.5", "'1.5' is not an integer"),
+        ("confirmations", "-1", "'-1' must be at least 0"),
+        ("fresh_confirmation", " Maybe", "'maybe'; use true or false"),
+        ("device", "tpu", "'tpu'; choose one of auto, cpu, cuda, hpu"),
+        ("structure", "sometimes", "'sometimes'; choose one of fail, warn, off"),
+    ],
+)
+def test_a_bad_ini_value_is_refused_quoting_it(name: str, text: str, message: str) -> None:
+    read = SETTINGS[name].read
+    assert read is not None
+    with pytest.raises(ValueError) as error:
+        read(text)
+    assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "value"),
+    [("cpu_threads", "0", None), ("cpu_threads", "3", 3), ("fresh_confirmation", "No", False), ("min_rounds", 5, 5)],
+)
+def test_ini_values_read(name: str, text: object, value: object) -> None:
+    read = SETTINGS[name].read
+    assert read is not None and read(text) == value
+
+
+def test_a_flag_with_a_reader_gets_argparse_s_message() -> None:
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    parser.add_argument(SETTINGS["cpu_threads"].flag or "", **SETTINGS["cpu_threads"].flag_arguments())
+    assert parser.parse_args(["--accel-cpu-threads", "4"]).accel_cpu_threads == 4
+    with pytest.raises(argparse.ArgumentError, match="'0' must be at least 1"):
+        parser.parse_args(["--accel-cpu-threads", "0"])  # the ini's 0 (half the cores) is no flag value
+
+
+def test_switches_are_store_true_and_choices_are_listed() -> None:
+    assert SETTINGS["strict"].flag_arguments()["action"] == "store_true"
+    assert SETTINGS["operators"].flag_arguments()["choices"] == ("auto", "always", "off")
+    assert Setting(flag="--accel-x", flag_help="x").dest == "accel_x"
+
+
+def test_output_paths_are_checked_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        parse_output_path("no/such/folder/out.json")
+    with pytest.raises(ValueError, match="is a directory"):
+        parse_output_path(str(tmp_path))
+    (tmp_path / "f").write_text("")
+    with pytest.raises(ValueError, match="is a file; --accel-trace needs a folder"):
+        parse_output_folder(str(tmp_path / "f" / "traces"))
