@@ -399,7 +399,13 @@ def _parser() -> argparse.ArgumentParser:
     ab.add_argument("--head", metavar="REV", help="the candidate: a git revision (default: the working tree as is)")
     ab.add_argument("--base-python", metavar="PATH", help="instead of --base: the same tree run by this interpreter")
     ab.add_argument("--tolerance", type=_tolerance, default=0.05, help="changes smaller than this are unchanged (0.05)")
-    ab.add_argument("--alpha", type=float, default=0.05, help="error budget of the whole sitting (0.05)")
+    ab.add_argument(
+        "--alpha",
+        type=float,
+        default=0.02,
+        help="chance over the whole sitting that an interval misses the true ratio; an unchanged build "
+        "is called regressed in at most half of it (0.02)",
+    )
     ab.add_argument("--min-pairs", type=int, default=3, help="pairs before the first look (3)")
     ab.add_argument("--max-pairs", type=int, default=40, help="pairs at most (40)")
     ab.add_argument("--max-minutes", type=float, default=15.0, help="wall-time budget; no pair starts past it (15)")

@@ -15,6 +15,7 @@ from pytest_accel.judgement.paired import (
     PairedOutcome,
     PairedVerdict,
     SequentialPlan,
+    calibrated_level,
     judge_pairs,
     look_schedule,
 )
@@ -126,7 +127,7 @@ def test_verdict_round_trips_through_json() -> None:
 @settings(deadline=None, max_examples=1)
 @given(st.just(0))
 def test_repeated_looks_keep_the_false_alarm_rate_and_catch_a_tenth(_: int) -> None:
-    """Unchanged builds (A/A) are called regressed at most alpha / 2 = 2.5% of the time over every
+    """Unchanged builds (A/A) are called regressed at most alpha / 2 = 1% of the time over every
     scheduled look; a build 10% slower is caught in nearly every sitting, within 12 pairs mostly.
 
     Normal per-pair noise of 7% (the SD measured on the CI VM, docs/sensitivity.md); 2,000 whole
@@ -151,3 +152,36 @@ def test_repeated_looks_keep_the_false_alarm_rate_and_catch_a_tenth(_: int) -> N
     caught, pairs = sittings(math.log(1.10))
     assert false_alarms <= plan.alpha / 2
     assert caught >= 0.95 and pairs[len(pairs) // 2] <= 12
+
+
+def test_the_calibrated_level_spends_the_whole_budget_that_bonferroni_only_bounds() -> None:
+    """Fresh simulated sittings (another seed than the calibration's): normal pairs' intervals miss
+    the truth at some look in about alpha of them at the calibrated level, and in clearly fewer at
+    Bonferroni's alpha / looks; the level lies between the two bounds, the same at every call."""
+    plan = SequentialPlan()
+    level = plan.alpha_per_look
+    assert plan.alpha / len(plan.looks) < level < plan.alpha
+    assert calibrated_level(plan.looks, plan.alpha) == level  # seeded: the same each time
+
+    calibrated = {n: t_quantile(1 - level / 2, n - 1) for n in plan.looks}
+    bonferroni = {n: t_quantile(1 - plan.alpha / len(plan.looks) / 2, n - 1) for n in plan.looks}
+    rng, sittings, misses = random.Random(99), 4000, {"calibrated": 0, "bonferroni": 0}
+    for _ in range(sittings):
+        total = squares = 0.0
+        worst = {"calibrated": False, "bonferroni": False}
+        for n in range(1, plan.max_pairs + 1):
+            x = rng.gauss(0.3, 2.0) - 0.3  # any mean and spread: the t statistic is free of both
+            total, squares = total + x, squares + x * x
+            if n in calibrated:
+                t = abs(total / n) / math.sqrt((squares - total * total / n) / (n - 1) / n)
+                worst["calibrated"] |= t > calibrated[n]
+                worst["bonferroni"] |= t > bonferroni[n]
+        for name, missed in worst.items():
+            misses[name] += missed
+    assert 0.012 <= misses["calibrated"] / sittings <= 0.028  # alpha = 0.02; 4,000 sittings: SE 0.0022
+    assert misses["bonferroni"] < misses["calibrated"]  # the same sittings: Bonferroni's misses are a subset (1.5%)
+
+
+def test_a_schedule_too_long_to_simulate_falls_back_to_bonferroni() -> None:
+    looks = look_schedule(3, 1000)
+    assert calibrated_level(looks, 0.02) == 0.02 / len(looks)

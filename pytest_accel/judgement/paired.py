@@ -12,11 +12,14 @@ Pure logic: no torch, no pytest, no processes (``pytest_accel.ab`` runs them). T
   docs/sensitivity.md).
 - **Looks and the error budget.** Looking after every pair and stopping at the first clear
   answer would spend the error rate again at every look. The rule looks only at a fixed, roughly
-  geometric schedule of pair counts (3, 4, 5, 7, 9, 11, 14, ... up to ``max_pairs``) and gives each
-  look an equal share of ``alpha`` (Bonferroni over the looks), so the chance that any look's
-  interval misses the true ratio is at most ``alpha`` however the sitting ends. A run stopped
-  early by its time budget takes one last look at the pairs it has: still within the budget,
-  because the looks it never reached are not spent.
+  geometric schedule of pair counts (3, 4, 5, 7, 9, 12, 15, ... up to ``max_pairs``), every look
+  at one level, chosen so that the chance that any look's interval misses the true ratio is
+  ``alpha`` (Pocock's constant boundary; ``calibrated_level`` finds the level by simulating normal
+  pairs, since later looks share the earlier looks' pairs). Bonferroni (``alpha`` split equally
+  over the looks) ignores that sharing: at 12 looks it looked at 0.05 / 12 = 0.0042 where 0.0075
+  gives the same 5%. The default ``alpha`` is 0.02, so that an unchanged build is called
+  regressed in at most 1% of sittings. A run stopped early by its time budget takes one last look
+  at the pairs it has, in place of the looks it never reached.
 - **Claims.** The stored-baseline gate's rule, on the paired interval:
     regressed    slower, significantly (the whole interval lies above 1), by an estimated more
                  than the tolerance
@@ -24,7 +27,7 @@ Pure logic: no torch, no pytest, no processes (``pytest_accel.ab`` runs them). T
     unchanged    the whole interval lies inside [1 / (1 + tolerance), 1 + tolerance]
     inconclusive none of those by the last look: the interval is reported as it stands
   An unchanged build (A/A) is called regressed only when its interval misses the truth, at most
-  ``alpha / 2`` of the time. A build truly slower by about the tolerance is called regressed about
+  ``alpha / 2`` of the time (1%). A build truly slower by about the tolerance is called regressed about
   half the time it is significant: it did get slower. The first version asked the whole interval
   to lie above 1 + tolerance; a 10% slowdown then needed an interval narrower than ±5% and 9 to 16
   pairs of the PR workflow's 8 kernels on a 2-core VM (more than 13 minutes; docs/sensitivity.md).
@@ -35,17 +38,20 @@ from __future__ import annotations
 import enum
 import functools
 import math
+import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
-from pytest_accel.core.stats import t_quantile
+from pytest_accel.core.stats import t_cdf, t_quantile
 from pytest_accel.core.units import format_percent_change
 
-__all__ = ["PairedOutcome", "PairedVerdict", "SequentialPlan", "judge_pairs", "look_schedule"]
+__all__ = ["PairedOutcome", "PairedVerdict", "SequentialPlan", "calibrated_level", "judge_pairs", "look_schedule"]
 
 LOOK_GROWTH = 1.25  # each look at ~25% more pairs than the last
+CALIBRATION_SITTINGS = 20_000  # simulated sittings per (schedule, alpha): the level to about 5%
+CALIBRATION_MAX_PAIRS = 200  # beyond this the simulation would take seconds: Bonferroni instead
 
 
 @functools.lru_cache(maxsize=4096)
@@ -65,13 +71,48 @@ def look_schedule(min_pairs: int, max_pairs: int) -> tuple[int, ...]:
     return tuple(looks)
 
 
+@functools.lru_cache(maxsize=16)
+def calibrated_level(looks: tuple[int, ...], alpha: float) -> float:
+    """The two-sided level, the same at every look, at which normal pairs' t-intervals miss the
+    true mean at some look of ``looks`` with chance ``alpha``.
+
+    The t statistic of normal pairs does not depend on their mean or spread, so the level depends
+    on the schedule alone: ``CALIBRATION_SITTINGS`` seeded sittings (the same answer every time,
+    about a second), each look's two-sided p-value, and the ``alpha`` quantile of each sitting's
+    smallest one. Only looks beyond the ``alpha`` level need a p-value: a sitting without one has
+    its smallest above ``alpha``, above the answer. Past ``CALIBRATION_MAX_PAIRS``: Bonferroni.
+    """
+    if looks[-1] > CALIBRATION_MAX_PAIRS:
+        return alpha / len(looks)
+    rng, wanted = random.Random(20261202), set(looks)
+    screens = {n: t_quantile(1 - alpha / 2, n - 1) for n in looks}
+    smallest: list[float] = []
+    for _ in range(CALIBRATION_SITTINGS):
+        total = squares = 0.0
+        least = 1.0
+        for n in range(1, looks[-1] + 1):
+            x = rng.gauss(0.0, 1.0)
+            total += x
+            squares += x * x
+            if n in wanted:
+                variance = (squares - total * total / n) / (n - 1)
+                t = abs(total / n) / math.sqrt(variance / n) if variance > 0 else math.inf
+                if t > screens[n]:
+                    least = min(least, 2.0 * (1.0 - t_cdf(t, n - 1)))
+        if least < alpha:
+            smallest.append(least)
+    smallest.sort()
+    index = int(alpha * CALIBRATION_SITTINGS)
+    return smallest[index] if index < len(smallest) else alpha
+
+
 @final
 @dataclass(frozen=True)
 class SequentialPlan:
     """How long a sitting may go on and what a claim must clear."""
 
     tolerance: float = 0.05  # a change smaller than this is "unchanged"
-    alpha: float = 0.05  # chance, over the whole sitting, that an interval misses the true ratio
+    alpha: float = 0.02  # chance, over the whole sitting, that an interval misses the true ratio
     min_pairs: int = 3
     max_pairs: int = 40
 
@@ -88,7 +129,8 @@ class SequentialPlan:
 
     @property
     def alpha_per_look(self) -> float:
-        return self.alpha / len(self.looks)
+        """Every look's two-sided level: ``calibrated_level`` of this schedule and ``alpha``."""
+        return calibrated_level(self.looks, self.alpha)
 
     def interval(self, log_ratios: Sequence[float]) -> tuple[float, float, float]:
         """(ratio, low, high): the mean log ratio's t-interval at this plan's per-look level."""
