@@ -37,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Any
 from pathlib import Path
 
 from neighbour import ROOT, Neighbour
@@ -212,6 +213,12 @@ def simulate(options: argparse.Namespace) -> None:
                 )
 
 
+def _decided_at(document: dict[str, Any], test: dict[str, Any]) -> float | None:
+    """The sitting's clock when this test's verdict came (the end of its last pair); None if unknown."""
+    clock = document.get("pair_seconds") or []
+    return clock[test["pairs"] - 1] if 0 < test["pairs"] <= len(clock) else None
+
+
 def live(options: argparse.Namespace) -> None:
     rows: list[dict[str, object]] = json.loads(options.out.read_text()) if options.resume else []
     with tempfile.TemporaryDirectory() as scratch:
@@ -231,6 +238,7 @@ def live(options: argparse.Namespace) -> None:
                                 "test": test["test"], "outcome": test["outcome"], "pairs": test["pairs"],
                                 "ratio": test["ratio"], "low": test["low"], "high": test["high"],
                                 "sitting_seconds": result["seconds"], "sitting_pairs": document["pairs"],
+                                "decided_at_seconds": _decided_at(document, test),
                                 "exit_code": result["exit_code"], "ab_args": options.ab_args,
                             })  # fmt: skip
                         outcomes = [t["outcome"] for t in document["tests"]]  # type: ignore[index]
@@ -243,8 +251,8 @@ def live(options: argparse.Namespace) -> None:
 
 def summarize_live(rows: list[dict[str, object]]) -> None:
     print("| condition | tests selected | scenario | verdicts | regressed | unchanged | inconclusive | improved |"
-          " median minutes per sitting | median pairs |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          " median minutes per sitting | median pairs | minutes to the 7th verdict, per sitting |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     groups = sorted({(r["condition"], r["tests"], r["scenario"]) for r in rows}, key=str)
     for condition, tests, scenario in groups:
         group = [r for r in rows if (r["condition"], r["tests"], r["scenario"]) == (condition, tests, scenario)]
@@ -253,9 +261,19 @@ def summarize_live(rows: list[dict[str, object]]) -> None:
         }
         minutes = sorted(float(r["sitting_seconds"]) / 60 for r in group)  # type: ignore[arg-type]
         pairs = sorted(int(r["pairs"]) for r in group)  # type: ignore[call-overload]
+        seventh = []  # per sitting: minutes until 7 of its tests had a verdict (8-test selection)
+        for run in sorted({r["run"] for r in group}, key=str):
+            times = sorted(
+                float(r["decided_at_seconds"])  # type: ignore[arg-type]
+                for r in group
+                if r["run"] == run
+                and r.get("decided_at_seconds") is not None
+                and r["outcome"] in ("regressed", "unchanged", "improved")
+            )
+            seventh.append(f"{times[6] / 60:.1f}" if len(times) >= 7 else "-")
         print(f"| {condition} | {tests} | {scenario} | {len(group)} | {count['regressed']} | {count['unchanged']} |"
               f" {count['inconclusive']} | {count['improved']} | {minutes[len(minutes) // 2]:.1f} |"
-              f" {pairs[len(pairs) // 2]} |")  # fmt: skip
+              f" {pairs[len(pairs) // 2]} | {', '.join(seventh)} |")  # fmt: skip
 
 
 def main() -> None:

@@ -219,6 +219,7 @@ class Sitting:
         self.pairs = 0
         self.started = time.monotonic()
         self.stop_reason = ""
+        self.pair_seconds: list[float] = []  # the sitting's clock at the end of each pair
         self.workers: dict[str, Worker] = {}
         self.spawned = {"base": 0, "head": 0}
         (scratch / "empty-baselines").mkdir(parents=True, exist_ok=True)
@@ -318,6 +319,7 @@ class Sitting:
         while True:
             self.pair()
             elapsed = time.monotonic() - self.started
+            self.pair_seconds.append(elapsed)
             pending = self.pending()
             progress(self, elapsed)
             if not self.tracks:
@@ -467,6 +469,7 @@ def write_outputs(sitting: Sitting, code: int) -> str:
         "plan": {**asdict(settings.plan), "looks": list(settings.plan.looks), "max_minutes": settings.max_minutes},
         "pairs": sitting.pairs,
         "seconds": time.monotonic() - sitting.started,
+        "pair_seconds": [round(seconds, 1) for seconds in sitting.pair_seconds],  # a test of k pairs: its time
         "stop_reason": sitting.stop_reason,
         "exit_code": code,
         "tests": [track.to_dict() for _, track in sorted(sitting.tracks.items())],
