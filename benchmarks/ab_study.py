@@ -37,8 +37,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from neighbour import ROOT, Neighbour
 from sensitivity import TEST_FILE
