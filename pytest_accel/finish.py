@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
@@ -26,8 +26,9 @@ from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.options import AccelOptions
 from pytest_accel.outputs.pages import run_summary_markdown
 from pytest_accel.outputs.results import Recorded, results_document
+from pytest_accel.outputs.terminal import measurement_table, verdict_summary
 
-__all__ = ["RunFigures", "RunFiles"]
+__all__ = ["RunFigures", "RunFiles", "summary_lines"]
 
 
 def _peak_file() -> Path | None:
@@ -107,6 +108,20 @@ class RunFiles:
             writers.append(("the calibration", self.write_calibration))
         return writers
 
+    def write(self) -> list[tuple[str, str]]:
+        """Write every output this run asked for; (what, why) of each that could not be written.
+
+        One that fails (a read-only folder, a baseline file corrupted meanwhile) loses nothing else.
+        """
+        failed = []
+        for what, write in self.writers():
+            try:
+                write()
+            except (OSError, BaselineError) as error:
+                why = f"{error.filename}: {error.strerror}" if isinstance(error, OSError) else str(error)
+                failed.append((what, why))
+        return failed
+
     def key(self) -> str:
         """The device key, or the ``--device`` choice when no device was resolved."""
         return self.device.key() if self.device is not None else self.options.device
@@ -169,3 +184,30 @@ class RunFiles:
         )
         path = self.store.update(device.key(), self.options.profile, self.world_size, entries)
         self.say(f"wrote {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} to {path}")
+
+
+def summary_lines(
+    recorded: Sequence[Recorded],
+    key: str,
+    options: AccelOptions,
+    traces: Sequence[Path],
+    problems: Sequence[str],
+    unwritten: Sequence[tuple[str, str]],
+) -> list[tuple[str, bool]]:
+    """(line, red) of the run's end: its table of measurements and the verdicts' summary (on device
+    ``key``), the traces written, where the results went, the run's problems (a neighbour that failed)
+    and the outputs ``RunFiles.write`` could not write."""
+    recording = options.update or options.calibrate  # verdicts are reported, not enforced
+    table = [*measurement_table(recorded), *verdict_summary(recorded, f"{key}/{options.profile}", recording)]
+    lines = [(line, False) for line in table]
+    json_path = options.json_path
+    if traces:
+        lines.append((f"accel: wrote {len(traces)} operator trace(s) (chrome://tracing, ui.perfetto.dev):", False))
+        lines.extend((f"  {trace}", False) for trace in traces)
+    if json_path is not None and not any(what.startswith("--accel-json") for what, _ in unwritten):
+        lines.append((f"accel: results written to {json_path}", False))
+    lines.extend((problem, True) for problem in problems)
+    lines.extend((f"accel: could not write {what}: {why}", True) for what, why in unwritten)
+    if any(what == "the baselines" for what, _ in unwritten):
+        lines.append(("accel: no baseline was changed; the figures above are this run's", True))
+    return lines

@@ -413,6 +413,15 @@ class AccelOptions:
             fresh_process=fresh_process if self.fresh_confirmation else None,
         )
 
+    def thread_advice(self, device_kind: str, cores: int) -> str:
+        """Advice when ``--accel-cpu-threads`` asks the CPU for more threads than the host has cores; else ""."""
+        if device_kind != "cpu" or not self.cpu_threads or self.cpu_threads <= cores:
+            return ""
+        return (
+            f"--accel-cpu-threads {self.cpu_threads} is more than this host's {cores} cores:"
+            " the threads contend for cores, and the figures measure that contention"
+        )
+
     def measure_config(self, marker: dict[str, Any]) -> MeasureConfig:
         """Measurement settings for one test: these options, overridden by its perf marker's keywords.
 

@@ -62,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def accel_device(pytestconfig: pytest.Config) -> Device:
     """The device this run measures on (resolved from --device; never silently the CPU)."""
-    return pytestconfig.stash[SESSION_KEY].device()
+    return pytestconfig.stash[SESSION_KEY].parts.device()
 
 
 @pytest.fixture(scope="session")

@@ -3,11 +3,12 @@
 Registered by the session only in a multi-rank job. After each perf test's call phase, the ranks
 exchange their outcomes through the coordinator; a failure anywhere turns every rank's report into
 a failure that names the failing rank, so that rank 0's report (the one that is printed and
-written) tells the truth about the whole job.
+written) tells the truth about the whole job; and no rank ends its session before every rank has.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 from typing import final
 
@@ -52,6 +53,18 @@ class RankAgreement:
             report.outcome = "failed"
             report.longrepr = f"this test failed on rank(s) {failed}; see their output (rank {rank} passed)"
         return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """No rank leaves before every rank has finished its tests: torchrun ends the whole job when the
+        first rank exits, which would cut off the others' reports of a failure."""
+        try:
+            self._coordinator.exchange("session", "finished", "")
+        except RankFailure as failure:
+            # Exit non-zero: torchrun then stops the job's other workers (a hung rank would otherwise
+            # keep the job alive as long as it hangs), and the job fails naming the rank.
+            print(f"accel: rank {self._coordinator.world.rank}: {failure}", file=sys.stderr)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _summary(report: pytest.TestReport) -> str:

@@ -43,6 +43,11 @@ class World:
     local_rank: int
     local_world_size: int
 
+    def placement(self, cpu_threads: int | None, cores: int) -> tuple[int, int]:
+        """(torch threads on the CPU, device index) of this rank: one accelerator per local rank; ranks on
+        the CPU share the host's ``cores``, half of them split evenly, unless the run set ``cpu_threads``."""
+        return cpu_threads or max(1, cores // 2 // self.local_world_size), self.local_rank
+
 
 def world_from_environment() -> World | None:
     """The job this process belongs to, or None when it runs alone (WORLD_SIZE unset or 1)."""

@@ -96,6 +96,13 @@ class StandardNeighbour:
             *settings.arguments(),
         ]  # fmt: skip
 
+    def description(self) -> str:
+        """What runs beside this run, for its terminal."""
+        return (
+            f"calibrating beside the standard neighbour: a second copy of these {len(self._tests)} perf "
+            "test(s) in another pytest process, restarted whenever it ends"
+        )
+
     def start(self) -> None:
         """Start the neighbour and the watcher that restarts it whenever it ends."""
         self._scratch = tempfile.TemporaryDirectory(prefix="pytest-accel-neighbour-")

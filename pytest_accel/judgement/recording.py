@@ -10,9 +10,15 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.judgement.baselines import BaselineEntry, mode_provenance, run_history, state_history
+from pytest_accel.judgement.baselines import (
+    BaselineEntry,
+    BaselineStore,
+    mode_provenance,
+    run_history,
+    state_history,
+)
 
-__all__ = ["recorded_entries", "stale_tests"]
+__all__ = ["recorded_entries", "stale_lines", "stale_tests"]
 
 
 def recorded_entries(
@@ -57,3 +63,20 @@ def stale_tests(recorded: Iterable[str], collected: Collection[str], rootpath: P
         return test not in collected and (path in files or not (rootpath / path).exists())
 
     return sorted({test for test in recorded if stale(test)})
+
+
+def stale_lines(
+    store: BaselineStore,
+    where: tuple[str, str, int],
+    recorded: Collection[str],
+    collected: Collection[str],
+    rootpath: Path,
+    prune: bool,
+) -> list[str]:
+    """``--accel-stale``: a line per stale test of the file at ``where`` (device key, profile, world size);
+    ``--accel-prune`` (``prune``) also removes their entries from it."""
+    tests = stale_tests(recorded, collected, rootpath)
+    if prune and tests:
+        store.prune(*where, {test for test in recorded if test not in tests})
+    verb = "removed" if prune else "stale"
+    return [f"accel: {verb}: {test}" for test in tests] or [f"accel: no stale entries in {store.path_for(*where)}"]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_accel.core.measurement import display_name, mode_note
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
 from pytest_accel.judgement.verdict import Outcome, VerdictRecord
 from pytest_accel.outputs.results import Recorded
 
-__all__ = ["measurement_table", "verdict_cell", "verdict_summary"]
+__all__ = ["device_lines", "measurement_table", "verdict_cell", "verdict_summary"]
 
 _HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "% peak", "peak mem", "verdict")
 
@@ -139,3 +139,9 @@ def measurement_table(records: Sequence[Recorded]) -> list[str]:
     """The end-of-run table: one row per measurement; spread is IQR / median."""
     rows = [_HEADERS, *(_row(r) for r in records)]
     return list(_aligned(rows))
+
+
+def device_lines(kind: str, key: str, profile: str, provenance: Mapping[str, str]) -> list[str]:
+    """The run's header lines: the device, its key, the profile and the device's provenance."""
+    described = ", ".join(f"{k}={v}" for k, v in provenance.items())
+    return [f"accel: device {kind} (key {key}), profile {profile}", f"accel: {described}"]

@@ -1,0 +1,122 @@
+"""The parts of one run, each built when first needed and then kept: the device (under torchrun with
+the coordinator of the ranks), this device's baselines and structural records, the regression gate,
+and the settings a child pytest gets. ``session.AccelSession`` connects them to pytest's hooks.
+
+A stored file that cannot be read, or a device that was asked for and is not there, is a usage error
+(exit 4) before anything is measured.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import final
+
+import pytest
+
+from pytest_accel.core.advice import AccelAdvice
+from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
+from pytest_accel.engine.devices.base import Device, RegionTimer
+from pytest_accel.engine.distributed import Coordinator, DistributedTimer, world_from_environment
+from pytest_accel.engine.structure import structure_key
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
+from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process, inherited_options
+from pytest_accel.judgement.gate import Gate
+from pytest_accel.judgement.structures import StructureGate, StructureStore
+from pytest_accel.options import AccelOptions
+from pytest_accel.ranks import RankAgreement
+
+__all__ = ["RunParts"]
+
+
+@contextmanager
+def _unreadable(what: str) -> Iterator[None]:
+    """A stored file that cannot be read (corrupt, foreign) is a usage error before anything is measured."""
+    try:
+        yield
+    except BaselineError as error:
+        raise pytest.UsageError(f"cannot read {what}: {error}") from None
+
+
+@final
+class RunParts:
+    """The device, the stores and the gates of one pytest run, built lazily from its options."""
+
+    def __init__(self, config: pytest.Config, options: AccelOptions) -> None:
+        self.config = config
+        self.options = options
+        self.store = BaselineStore(options.baselines)
+        self.structures = StructureStore(options.baselines)
+        self.world = world_from_environment()  # set when pytest runs on every rank of a torchrun job
+        self.world_size = self.world.world_size if self.world else 1
+        self.coordinator: Coordinator | None = None
+        self.resolved: Device | None = None  # the device, once resolved
+        self._baselines: dict[tuple[str, str], BaselineEntry] | None = None
+        self._gate: Gate | None = None
+        self.structure_gate_taken: StructureGate | None = None  # the structural gate, once built
+        self.structure_key: str | None = None
+
+    def device(self) -> Device:
+        """The resolved device; the first call resolves it (importing torch)."""
+        if self.resolved is None:
+            threads: int | None = self.options.cpu_threads
+            index, cores = 0, os.cpu_count() or 1
+            if self.world is not None:
+                threads, index = self.world.placement(threads, cores)
+            try:
+                device = resolve_device(self.options.device, threads, index, self.options.host_allocator)
+            except DeviceUnavailable as error:
+                raise pytest.UsageError(str(error)) from None
+            if advice := self.options.thread_advice(device.kind, cores):
+                self.config.issue_config_time_warning(AccelAdvice(advice), stacklevel=2)
+            device.activate()
+            self.resolved = device
+            if self.world is not None:
+                self.coordinator = Coordinator.start(self.world, device.kind, self.options.rank_timeout_seconds)
+                self.config.pluginmanager.register(RankAgreement(self.coordinator), "accel-ranks")
+        return self.resolved
+
+    def key(self) -> str:
+        """The device key, or the ``--device`` choice while no device is resolved."""
+        return self.resolved.key() if self.resolved is not None else self.options.device
+
+    def baselines(self) -> dict[tuple[str, str], BaselineEntry]:
+        """This device's and profile's baseline entries, loaded once."""
+        if self._baselines is None:
+            with _unreadable("the baselines"):
+                self._baselines = self.store.load(self.device().key(), self.options.profile, self.world_size)
+        return self._baselines
+
+    def gate(self) -> Gate:
+        """The regression gate of this run (built once the device is known)."""
+        if self._gate is None:
+            device = self.device()
+            # Not under torchrun, and not from a confirmation child (it would spawn one in turn).
+            may_spawn = self.world is None and not in_fresh_process()
+            mode = self.options.gate_mode(self.child_settings() if may_spawn else None)
+            self._gate = Gate(self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory)
+        return self._gate
+
+    def structure_gate(self) -> tuple[StructureGate, str]:
+        """The structural verdicts of this run, and the structure key of this device they are kept under."""
+        if self.structure_gate_taken is None or self.structure_key is None:
+            self.structure_key = key = structure_key(self.device())
+            with _unreadable("the structural records"):
+                stored = self.structures.load(key, self.options.profile, self.world_size)
+            self.structure_gate_taken = StructureGate(lambda: stored, update=self.options.update)
+        return self.structure_gate_taken, self.structure_key
+
+    def child_settings(self) -> ChildSettings:
+        """What a child pytest (a confirmation, the calibration's neighbour) needs to measure as this run does."""
+        device, invocation = self.device(), self.config.invocation_params
+        return self.options.child_settings(
+            device.kind, getattr(device, "threads", None), inherited_options(invocation.args, invocation.dir)
+        )
+
+    def timer(self, test: str, metric: str) -> RegionTimer:
+        """The device's timer; under torchrun, one whose rounds start together and last as the slowest rank's."""
+        timer = self.device().timer()
+        if self.coordinator is None:
+            return timer
+        return DistributedTimer(timer, self.coordinator, test, metric)
