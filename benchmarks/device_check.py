@@ -6,12 +6,16 @@ On a CUDA machine, from the repository root (the wheels of ``benchmarks/device_w
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl; \\
     PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 python3 benchmarks/device_check.py --device cuda --out $OUT/check
 
-CPU dry mode (tiny sizes, what CI runs so the script cannot rot):
+CPU dry mode (tiny sizes, short budgets, what CI runs so the script cannot rot):
 
     python benchmarks/device_check.py --device cpu --out /tmp/check
 
-Writes ``device_check.json`` and ``device_check.md`` to ``--out``, section by section (a section
-that fails or runs out of ``--budget-minutes`` is recorded as such and the others still run):
+``--sections a,b`` runs those sections only; ``--plan`` prints the suggested split of all of them into
+calls of at most 5 minutes of device time (``device_sections.SECTION_SECONDS``) and exits. Each
+section writes ``sections/<name>.json`` when it ends, and ``device_check.json`` / ``device_check.md``
+are rewritten after every section, keeping what earlier calls with the same ``--out`` found (a
+killed call keeps every section that finished; a section that fails or runs out of
+``--budget-minutes`` is recorded as such and the others still run):
 
 1. timing: the ``throughput`` fixture's figure (a real pytest run) against
    ``triton.testing.do_bench`` (CUDA only; it flushes L2) and ``torch.utils.benchmark.Timer`` on
@@ -24,7 +28,9 @@ that fails or runs out of ``--budget-minutes`` is recorded as such and the other
 4. sensitivity: A/A runs and injected 2% and 5% slowdowns (every 50th / 20th call repeated) of
    two kernels, against a baseline of two recordings; false alarms and catches;
 5. operators: SDPA recorded on the flash kernel, then run on math, must fail naming the flash
-   operator gone (the operator diff on the device's own profiler activity).
+   operator gone (the operator diff on the device's own profiler activity);
+6. graph, cold, throttle, full_profile, matrix: the kernel-time modes, the full profile within its
+   budgets and the support matrix's rows not yet run (``benchmarks/device_sections.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import device_sections
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "perf_tests")]
 
@@ -55,11 +63,12 @@ SUITE_SUBSET = (
     " llama70b-prefill-4096)) or (test_joint_block and forward-1024-sdpa and not backward and not math)"
     " or test_data_path[device-decode]"
 )
-# Left out after the H200 run of 2026-12-01 (docs/measurements.md): test_train_step[16-sdpa] runs out
-# of memory on one 141 GB card, and test_llm_generation's 2048-token decode outlasts a 45 s check;
-# pass them with --suite-k to see them again.
-# The dry run keeps the CPU job short: one attention kernel, one LLM decode, one data path.
-SUITE_SUBSET_DRY = "(test_attention_forward and sd3-128px-b2 and sdpa-math) or (test_llm_generation and 1)"
+# The train step and the generation are the full_profile section's (device_sections.py), with their budgets.
+# The dry run keeps the CPU job short: one attention kernel (full_profile runs the smoke LLM decode).
+SUITE_SUBSET_DRY = "test_attention_forward and sd3-128px-b2 and sdpa-math"
+# Dry mode: budgets that keep every pytest run to seconds (tiny sizes: no figure means anything).
+DRY_OPTIONS = ("--accel-measure-seconds", "0.1", "-o", "accel_warmup_max_seconds=0.3", "-o", "accel_min_rounds=8")
+DRY_TIMER_SECONDS = 0.2  # torch.utils.benchmark.Timer's min_run_time in dry mode (1 s on a device)
 INJECTED = {"A/A": 0, "2% slower": 50, "5% slower": 20}  # repeat every k-th call (0: never)
 
 TEST_FILE = """
@@ -143,6 +152,12 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+def _timeout_options(seconds: float) -> list[str]:
+    """A per-test timeout (pytest-timeout, where installed): one test that outlasts its budget fails as
+    one row with its stack, instead of a pytest run that times out whole and says nothing."""
+    return ["-p", "timeout", f"--timeout={seconds:.0f}"] if seconds and _has("pytest_timeout") else []
+
+
 def _pytest_command(device: str) -> list[str]:
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--device", device]
     installed = any(e.value.startswith("pytest_accel") for e in importlib.metadata.entry_points(group="pytest11"))
@@ -194,7 +209,14 @@ class Check:
         names = list(SIZES["cpu"])
         (self.scratch / "test_check.py").write_text(TEST_FILE.format(benchmarks=str(ROOT / "benchmarks"), names=names))
         (self.scratch / "pytest.ini").write_text("[pytest]\n")
-        self.report: dict[str, Any] = {"device": device, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.report: dict[str, Any] = {**device_sections.merged_report(out, device), "device": device}
+        self.report["started"] = self.report.get("started", started)
+        self.report.setdefault("calls", []).append({"started": started, "sections": []})
+        self.dry = list(DRY_OPTIONS) if device == "cpu" else []
+        self.modes = device_sections.ModeSections(
+            device, self.scratch, _pytest_command(device), _run, _results, self.dry, _timeout_options
+        )
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -209,6 +231,8 @@ class Check:
             except Exception as error:  # a broken section is a finding, not the end of the check
                 self.report[name] = {"error": f"{type(error).__name__}: {error}"}
             print(f"device_check: {name} done in {time.monotonic() - started:.0f} s", flush=True)
+            self.report["calls"][-1]["sections"].append(name)
+        device_sections.save_section(self.out, name, self.report[name])
         self.save()
 
     def save(self) -> None:
@@ -239,6 +263,7 @@ class Check:
                 str(result_file),
                 "--accel-baselines",
                 str(self.scratch / "none"),
+                *self.dry,
             ],
             self.scratch,
             self.left() - 60,
@@ -249,7 +274,7 @@ class Check:
         for name in SIZES["cpu"]:
             fn, _ = build_kernel(name, self.device, torch_device)
             timer = benchmark.Timer(stmt="fn()", globals={"fn": fn})
-            reference = timer.blocked_autorange(min_run_time=1.0).median
+            reference = timer.blocked_autorange(min_run_time=DRY_TIMER_SECONDS if self.dry else 1.0).median
             do_bench = None
             if self.device == "cuda":
                 import triton.testing
@@ -274,7 +299,7 @@ class Check:
         command = [
             *_pytest_command(self.device), "test_check.py", "-k", "test_attention_backend",
             "--accel-baselines", str(self.scratch / "operator-baselines"),
-            "-o", "accel_fresh_process_confirmation=false",
+            "-o", "accel_fresh_process_confirmation=false", *self.dry,
         ]  # fmt: skip
         started = time.monotonic()
         recorded = _run([*command, "--accel-update"], self.scratch, 120)
@@ -323,11 +348,11 @@ class Check:
         result_file = self.scratch / "suite.json"
         # A per-test timeout (pytest-timeout, where installed) turns one test that outlasts the budget into one
         # failed row with its stack, instead of a suite that times out whole and says nothing.
-        limit = ["-p", "timeout", f"--timeout={test_timeout:.0f}"] if test_timeout and _has("pytest_timeout") else []
+        limit = _timeout_options(test_timeout)
         ran = _run(
             [
                 *_pytest_command(self.device),
-                "perf_tests",
+                "perf_tests/test_attention.py" if self.dry else "perf_tests",
                 "--accel-profile",
                 profile,
                 "-k",
@@ -339,6 +364,7 @@ class Check:
                 "-v",
                 "--durations=0",
                 *limit,
+                *self.dry,
             ],
             ROOT,
             self.left() - 90,
@@ -363,6 +389,7 @@ class Check:
                 "oversized or kernel and add",
                 "--accel-baselines",
                 str(self.scratch / "none"),
+                *self.dry,
             ],
             self.scratch,
             min(120, self.left()),
@@ -385,6 +412,7 @@ class Check:
             "test_allocation",
             "--accel-baselines",
             baselines,
+            *self.dry,
         ]
         recorded = _run([*command, "--accel-update"], self.scratch, 120)
         grown_file = self.scratch / "memory-grown.json"
@@ -408,8 +436,10 @@ class Check:
     def sensitivity(self, runs: int) -> dict[str, Any]:
         baselines = str(self.scratch / "sensitivity-baselines")
         selection = ["test_check.py", "-k", "kernel and (matmul or sdpa)", "--accel-baselines", baselines]
-        command = [*_pytest_command(self.device), *selection]
-        for _ in range(2):
+        command = [*_pytest_command(self.device), *selection, *self.dry]
+        if self.dry:  # no re-measuring in dry mode: its figures mean nothing, only the script's working does
+            command += ["-o", "accel_confirmations=0", "-o", "accel_fresh_process_confirmation=false"]
+        for _ in range(1 if self.dry else 2):  # dry: one recording is enough to exercise the path
             _run([*command, "--accel-update"], self.scratch, 180)
         rows: dict[str, list[dict[str, Any]]] = {}
         for index in range(runs):
@@ -521,10 +551,25 @@ def markdown(report: dict[str, Any]) -> str:
         for scenario, row in sens.items():
             lines.append(f"| {scenario} | {row['verdicts']} | {row['regressed']} | {row['noisy']} |")
         lines.append("")
+    lines += device_sections.markdown(report)
     for name, value in report.items():
         if isinstance(value, dict) and ("error" in value or "skipped" in value):
             lines.append(f"- {name}: {value.get('error') or value.get('skipped')}")
     return "\n".join(lines) + "\n"
+
+
+def _split_lines(names: list[str]) -> list[str]:
+    """The suggested calls: all sections in calls of at most 5 minutes of estimated device time."""
+    estimates = device_sections.SECTION_SECONDS
+    calls = device_sections.suggested_split(names, estimates)
+    total = sum(estimates.get(name, 60) for name in names)
+    limit = device_sections.CALL_SECONDS
+    lines = [f"device_check: suggested split of ~{total:.0f} s of device time into calls of at most {limit} s:"]
+    for call in calls:
+        seconds = sum(estimates.get(name, 60) for name in call)
+        runs = " --sensitivity-runs 1" if "sensitivity" in call else ""
+        lines.append(f"  ~{seconds:.0f} s: --sections {','.join(call)}{runs}")
+    return lines
 
 
 def main() -> int:
@@ -534,19 +579,29 @@ def main() -> int:
     parser.add_argument("--budget-minutes", type=float, default=8.0)
     parser.add_argument("--sensitivity-runs", type=int, default=3)
     parser.add_argument(
-        "--sections", default="environment,timing,peaks,operators,suite,sensitivity", help="comma-separated"
+        "--sections", default=",".join(device_sections.SECTION_SECONDS), help="comma-separated section names"
     )
+    parser.add_argument("--plan", action="store_true", help="print the suggested split into calls, and exit")
     parser.add_argument("--suite-k", default=None, help="a -k expression in place of the built-in suite subset")
     parser.add_argument("--test-timeout", type=float, default=60, help="seconds per suite test (pytest-timeout)")
     options = parser.parse_args()
+    print("\n".join(_split_lines(list(device_sections.SECTION_SECONDS))), flush=True)
+    if options.plan:
+        return 0
     check = Check(options.device, options.out, options.budget_minutes)
+    modes = check.modes
     sections: dict[str, tuple[float, Callable[[], Any]]] = {
         "environment": (5, check.environment),
         "timing": (60, check.timing),
+        "graph": (20, modes.graph),
+        "cold": (30, modes.cold),
+        "throttle": (30, modes.throttle),
         "peaks": (20, check.peaks),
+        "operators": (40, check.operators),
+        "full_profile": (60, modes.full_profile),
+        "matrix": (60, modes.matrix),
         "suite": (120, lambda: check.suite(options.suite_k, options.test_timeout)),
         "sensitivity": (90, lambda: check.sensitivity(options.sensitivity_runs)),
-        "operators": (40, check.operators),
     }
     chosen = options.sections.split(",")
     unknown = sorted(set(chosen) - set(sections))

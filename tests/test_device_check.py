@@ -1,0 +1,78 @@
+"""The accelerator check's plan and files (benchmarks/device_sections.py): pure parts, no device."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _sections() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("device_sections", BENCHMARKS / "device_sections.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("device_sections", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+sections = _sections()
+
+
+def test_every_section_fits_ten_minutes_of_device_time_in_calls_under_five() -> None:
+    estimates = sections.SECTION_SECONDS
+    assert sum(estimates.values()) <= 600
+    calls = sections.suggested_split(list(estimates), estimates)
+    assert [name for call in calls for name in call] == list(estimates)
+    assert all(sum(estimates[name] for name in call) <= 300 for call in calls)
+
+
+@given(
+    costs=st.lists(st.integers(1, 400), min_size=1, max_size=15),
+    limit=st.integers(50, 400),
+)
+def test_the_split_keeps_order_and_overflows_only_with_one_oversized_section(costs: list[int], limit: int) -> None:
+    names = [f"s{index}" for index in range(len(costs))]
+    estimates = dict(zip(names, map(float, costs), strict=True))
+    calls = sections.suggested_split(names, estimates, limit)
+    assert [name for call in calls for name in call] == names
+    for call in calls:
+        assert len(call) == 1 or sum(estimates[name] for name in call) <= limit
+
+
+def test_junit_outcomes_read_passed_failed_and_skipped_with_their_reason(tmp_path: Path) -> None:
+    junit = tmp_path / "j.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="perf_tests.test_mmdit" name="test_train_step[16-sdpa]" time="31.5"/>'
+        '<testcase classname="perf_tests.test_llm" name="test_llm_generation[1]" time="46.0">'
+        '<failure message="Failed: Timeout (&gt;45.0s)">...</failure></testcase>'
+        '<testcase classname="perf_tests.test_attention" name="test_attention_forward[xformers-sd3-1024px-b16]" '
+        'time="0.01"><skipped message="xformers is not installed"/></testcase>'
+        "</testsuite></testsuites>"
+    )
+    found = sections.junit_outcomes(junit)
+    assert found["perf_tests/test_mmdit.py::test_train_step[16-sdpa]"] == {
+        "outcome": "passed",
+        "seconds": 31.5,
+        "message": "",
+    }
+    assert found["perf_tests/test_llm.py::test_llm_generation[1]"]["outcome"] == "failed"
+    skipped = found["perf_tests/test_attention.py::test_attention_forward[xformers-sd3-1024px-b16]"]
+    assert skipped["outcome"] == "skipped" and "not installed" in skipped["message"]
+    assert sections.junit_outcomes(tmp_path / "missing.xml") == {}
+
+
+def test_a_later_call_extends_what_an_earlier_call_of_the_same_device_found(tmp_path: Path) -> None:
+    (tmp_path / "device_check.json").write_text(json.dumps({"device": "cuda", "timing": {"kernels": {}}}))
+    assert sections.merged_report(tmp_path, "cuda")["timing"] == {"kernels": {}}
+    assert sections.merged_report(tmp_path, "cpu") == {}  # another device's findings are not mixed in
+    sections.save_section(tmp_path, "graph", {"fixture_graph_seconds": 5.9e-6})
+    assert json.loads((tmp_path / "sections" / "graph.json").read_text()) == {"fixture_graph_seconds": 5.9e-6}
