@@ -394,14 +394,15 @@ def test_interrupted_sitting_leaves_no_worktree_and_no_process(repo: Path) -> No
 
 @pytest.mark.slow
 def test_git_bisect_run_finds_the_planted_slowdown(repo: Path) -> None:
-    """Five commits after the good one; the third makes the work 3x as long. bisect names it."""
+    """Three commits after the good one; the second makes the work 3x as long. bisect names it
+    (it measures the middle commit, then the first: one unchanged sitting and one regressed)."""
     planted = ""
-    for index in range(1, 6):
+    for index in range(1, 4):
         files = {"notes.txt": f"change {index}\n"}
-        if index == 3:
+        if index == 2:
             files["kernel.py"] = KERNEL.format(slow=3)
         sha = commit(repo, f"change {index}", **files)
-        planted = sha if index == 3 else planted
+        planted = sha if index == 2 else planted
     git(repo, "bisect", "start", "HEAD", "good")
     # Tolerance 50%: the planted change triples the time; the others must be called unchanged.
     # Pairs stop as soon as every figure is decided (3 on a quiet machine). A cap of 3 was once too
