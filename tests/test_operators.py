@@ -225,6 +225,7 @@ OPTIONS = (
 FLASH = "aten::_scaled_dot_product_flash_attention_for_cpu"
 
 
+@pytest.mark.slow
 def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(
     perf_pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:

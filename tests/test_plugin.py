@@ -208,6 +208,7 @@ def test_pipelined_consumer_of_a_real_dataloader_is_measured(perf_pytester: pyte
     assert entry["extra"] == {"workers": 1}
 
 
+@pytest.mark.slow
 def test_figures_reach_benchmark_json_and_junit(perf_pytester: pytest.Pytester) -> None:
     perf_pytester.makepyfile(PERF_TEST)
     # In a subprocess: pytest-benchmark leaves its --benchmark-json file object open, which an

@@ -400,6 +400,7 @@ def test_a_bad_marker_policy_and_a_corrupt_record_stop_the_run(perf_pytester: py
     assert path.read_text() == "{not json"
 
 
+@pytest.mark.slow
 def test_the_record_is_the_same_in_a_fresh_process() -> None:
     """Counts, not times: two processes take equal records of one workload."""
     script = (
