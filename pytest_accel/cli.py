@@ -357,36 +357,8 @@ def _add_history_commands(commands: argparse._SubParsersAction[argparse.Argument
     export.set_defaults(run=cmd_export)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pytest-accel", description="Reports and comparisons of pytest-accel results")
-    commands = parser.add_subparsers(dest="command", required=True)
-    report = commands.add_parser("report", help="cross-device table (Markdown) and an HTML page with plots")
-    report.add_argument("results", nargs="+", type=Path, help="--accel-json files, one per device")
-    report.add_argument("--reference", help="device key the ratios are relative to")
-    report.add_argument("--markdown", type=Path)
-    report.add_argument("--html", type=Path)
-    report.add_argument(
-        "--pivot",
-        action="append",
-        default=[],
-        metavar="LABEL",
-        help="also a table with a column per value of this throughput() keyword (e.g. workers); repeatable",
-    )
-    report.set_defaults(run=cmd_report)
-    compare = commands.add_parser("compare", help="verdicts of B against A (exit 1 on a regression)")
-    compare.add_argument("a", type=Path)
-    compare.add_argument("b", type=Path)
-    compare.add_argument("--tolerance", type=_tolerance, default=0.05)
-    compare.set_defaults(run=cmd_compare)
-    _add_history_commands(commands)
-    baselines = commands.add_parser("baselines", help="show the baseline store, or prune stale entries")
-    actions = baselines.add_subparsers(dest="action", required=True)
-    show = actions.add_parser("show", help="every baseline file with its entries")
-    show.add_argument("--root", type=Path, default=Path("baselines"), help="the baseline folder (default: baselines)")
-    show.set_defaults(run=cmd_baselines)
-    prune = actions.add_parser("prune", help="pytest --accel-prune with the given pytest arguments")
-    prune.add_argument("pytest_args", nargs=argparse.REMAINDER, help="the pytest arguments")
-    prune.set_defaults(run=cmd_baselines)
+def _add_ab_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``ab``: two builds measured in one sitting."""
     ab = commands.add_parser(
         "ab",
         help="compare two builds in one sitting (exit 0 no regression, 1 regression, 125 inconclusive)",
@@ -438,6 +410,39 @@ def _parser() -> argparse.ArgumentParser:
     )
     ab.add_argument("pytest_args", nargs="*", help="after --: the pytest arguments, the same for both sides")
     ab.set_defaults(run=cmd_ab)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pytest-accel", description="Reports and comparisons of pytest-accel results")
+    commands = parser.add_subparsers(dest="command", required=True)
+    report = commands.add_parser("report", help="cross-device table (Markdown) and an HTML page with plots")
+    report.add_argument("results", nargs="+", type=Path, help="--accel-json files, one per device")
+    report.add_argument("--reference", help="device key the ratios are relative to")
+    report.add_argument("--markdown", type=Path)
+    report.add_argument("--html", type=Path)
+    report.add_argument(
+        "--pivot",
+        action="append",
+        default=[],
+        metavar="LABEL",
+        help="also a table with a column per value of this throughput() keyword (e.g. workers); repeatable",
+    )
+    report.set_defaults(run=cmd_report)
+    compare = commands.add_parser("compare", help="verdicts of B against A (exit 1 on a regression)")
+    compare.add_argument("a", type=Path)
+    compare.add_argument("b", type=Path)
+    compare.add_argument("--tolerance", type=_tolerance, default=0.05)
+    compare.set_defaults(run=cmd_compare)
+    _add_history_commands(commands)
+    baselines = commands.add_parser("baselines", help="show the baseline store, or prune stale entries")
+    actions = baselines.add_subparsers(dest="action", required=True)
+    show = actions.add_parser("show", help="every baseline file with its entries")
+    show.add_argument("--root", type=Path, default=Path("baselines"), help="the baseline folder (default: baselines)")
+    show.set_defaults(run=cmd_baselines)
+    prune = actions.add_parser("prune", help="pytest --accel-prune with the given pytest arguments")
+    prune.add_argument("pytest_args", nargs=argparse.REMAINDER, help="the pytest arguments")
+    prune.set_defaults(run=cmd_baselines)
+    _add_ab_command(commands)
     return parser
 
 

@@ -190,6 +190,31 @@ def _setting(**declaration: Any) -> dict[str, Setting]:
     return {"setting": Setting(**declaration)}
 
 
+def _switch(flag: str, flag_help: str, implied_by: str | None = None) -> dict[str, Setting]:
+    """A flag that is on or off (``store_true``), with no ini setting."""
+    return _setting(flag=flag, flag_help=flag_help, implied_by=implied_by)
+
+
+def _chosen(
+    flag: str, choices: tuple[str, ...], flag_help: str, ini: str, ini_help: str, default: str, child: bool = False
+) -> dict[str, Setting]:
+    """One of ``choices``, from the flag, else the ini setting (whose ``default`` is one of them)."""
+    return _setting(
+        flag=flag, choices=choices, flag_help=flag_help, ini=ini, ini_help=ini_help, default=default,
+        read=_choice(choices), child=child,
+    )  # fmt: skip
+
+
+def _output(flag: str, metavar: str, flag_help: str, read: Reader = parse_output_path) -> dict[str, Setting]:
+    """A file (or with ``read=parse_output_folder`` a folder) this run writes, checked before it measures."""
+    return _setting(flag=flag, read=read, metavar=metavar, flag_help=flag_help)
+
+
+def _ini(ini: str, default: str, read: Reader, ini_help: str, child: bool = True) -> dict[str, Setting]:
+    """A setting of the ini file only; by default a child pytest gets this run's value."""
+    return _setting(ini=ini, default=default, read=read, ini_help=ini_help, child=child)
+
+
 DEVICE_HELP = "device to measure on: auto (hpu, else cuda, else cpu), cpu, cuda or hpu (default: auto)"
 
 
@@ -202,22 +227,18 @@ class AccelOptions:
     """
 
     # the --device choice: auto, cpu, cuda or hpu
-    device: str = field(metadata=_setting(
-        flag="--accel-device", choices=DEVICE_CHOICES, flag_help=DEVICE_HELP,
-        ini="accel_device", ini_help="default for --device / --accel-device", default="auto",
-        read=_choice(DEVICE_CHOICES),
+    device: str = field(metadata=_chosen(
+        "--accel-device", DEVICE_CHOICES, DEVICE_HELP, "accel_device", "default for --device / --accel-device", "auto"
     ))  # fmt: skip
     # smoke or full
-    profile: str = field(metadata=_setting(
-        flag="--accel-profile", choices=PROFILE_CHOICES,
-        flag_help="workload sizes: smoke (seconds on a laptop CPU) or full (the studies' sizes; needs a device)",
-        ini="accel_profile", ini_help="default for --accel-profile (smoke or full)", default="smoke",
-        read=_choice(PROFILE_CHOICES),
+    profile: str = field(metadata=_chosen(
+        "--accel-profile", PROFILE_CHOICES,
+        "workload sizes: smoke (seconds on a laptop CPU) or full (the studies' sizes; needs a device)",
+        "accel_profile", "default for --accel-profile (smoke or full)", "smoke",
     ))  # fmt: skip
     # --accel-json
-    json_path: Path | None = field(metadata=_setting(
-        flag="--accel-json", read=parse_output_path, metavar="PATH",
-        flag_help="write every measurement of this run, with provenance, to PATH as JSON",
+    json_path: Path | None = field(metadata=_output(
+        "--accel-json", "PATH", "write every measurement of this run, with provenance, to PATH as JSON"
     ))  # fmt: skip
     # timed budget per measurement
     measure_seconds: float = field(metadata=_setting(
@@ -226,9 +247,9 @@ class AccelOptions:
         ini="accel_measure_seconds", ini_help="timed budget per measurement, seconds", default="1.0",
     ))  # fmt: skip
     # --accel-markdown
-    markdown_path: Path | None = field(metadata=_setting(
-        flag="--accel-markdown", read=parse_output_path, metavar="PATH",
-        flag_help="write a Markdown summary of this run (regressions first) to PATH, e.g. for a CI job page",
+    markdown_path: Path | None = field(metadata=_output(
+        "--accel-markdown", "PATH",
+        "write a Markdown summary of this run (regressions first) to PATH, e.g. for a CI job page",
     ))  # fmt: skip
     # the baseline folder
     baselines: Path = field(metadata=_setting(
@@ -237,69 +258,66 @@ class AccelOptions:
         ini="accel_baselines", ini_help="baseline folder, relative to the ini file", default="baselines",
     ))  # fmt: skip
     # record this run's measurements as baselines (--accel-update or --accel-reset-history)
-    update: bool = field(metadata=_setting(
-        flag="--accel-update", implied_by="reset_history",
-        flag_help="write this run's measurements into the baselines (only those measured; others untouched)",
+    update: bool = field(metadata=_switch(
+        "--accel-update", "write this run's measurements into the baselines (only those measured; others untouched)",
+        implied_by="reset_history",
     ))  # fmt: skip
     # forget the earlier recordings of the measured tests
-    reset_history: bool = field(metadata=_setting(
-        flag="--accel-reset-history",
-        flag_help="like --accel-update, and forget the earlier recordings of the measured tests (an accepted change)",
+    reset_history: bool = field(metadata=_switch(
+        "--accel-reset-history",
+        "like --accel-update, and forget the earlier recordings of the measured tests (an accepted change)",
     ))  # fmt: skip
     # measure beside the standard neighbour and store how far it moved each test
-    calibrate: bool = field(metadata=_setting(
-        flag="--accel-calibrate",
-        flag_help="measure the selected tests beside the standard neighbour (a second copy of them in a child "
-        "pytest) and store how far it moved each one with its baseline: on a shared host, a slowdown beyond that "
-        "is judged",
+    calibrate: bool = field(metadata=_switch(
+        "--accel-calibrate",
+        "measure the selected tests beside the standard neighbour (a second copy of them in a child pytest) and "
+        "store how far it moved each one with its baseline: on a shared host, a slowdown beyond that is judged",
     ))  # fmt: skip
     # a noisy verdict fails
-    strict: bool = field(metadata=_setting(
-        flag="--accel-strict", flag_help="a 'noisy' verdict fails its test (default: reported, passes)"
+    strict: bool = field(metadata=_switch(
+        "--accel-strict", "a 'noisy' verdict fails its test (default: reported, passes)"
     ))  # fmt: skip
     # a new (unjudged) measurement fails
-    require_baseline: bool = field(metadata=_setting(
-        flag="--accel-require-baseline",
-        flag_help="a measurement with no baseline for this device fails its test (default: 'new', passes)",
+    require_baseline: bool = field(metadata=_switch(
+        "--accel-require-baseline",
+        "a measurement with no baseline for this device fails its test (default: 'new', passes)",
     ))  # fmt: skip
     # --accel-stale: list entries of tests that no longer exist, and exit
-    stale: bool = field(metadata=_setting(
-        flag="--accel-stale", implied_by="prune",
-        flag_help="after collection, list baseline entries of tests that no longer exist, and exit",
+    stale: bool = field(metadata=_switch(
+        "--accel-stale", "after collection, list baseline entries of tests that no longer exist, and exit",
+        implied_by="prune",
     ))  # fmt: skip
     # --accel-prune: remove them
-    prune: bool = field(metadata=_setting(
-        flag="--accel-prune", flag_help="like --accel-stale, and remove those entries from the baseline file"
+    prune: bool = field(metadata=_switch(
+        "--accel-prune", "like --accel-stale, and remove those entries from the baseline file"
     ))  # fmt: skip
     # when operator tables are taken: auto, always or off (OPERATOR_CHOICES)
-    operators: str = field(metadata=_setting(
-        flag="--accel-operators", choices=OPERATOR_CHOICES,
-        flag_help="when to take a workload's operator table with torch.profiler: auto (at --accel-update, stored "
-        "in the baseline, and on a confirmed regression, diffed against it), always (every measurement too), "
-        "off (default: ini accel_operators, else auto)",
-        ini="accel_operators", ini_help="when to take operator tables: auto, always or off", default="auto",
-        read=_choice(OPERATOR_CHOICES),
+    operators: str = field(metadata=_chosen(
+        "--accel-operators", OPERATOR_CHOICES,
+        "when to take a workload's operator table with torch.profiler: auto (at --accel-update, stored in the "
+        "baseline, and on a confirmed regression, diffed against it), always (every measurement too), off "
+        "(default: ini accel_operators, else auto)",
+        "accel_operators", "when to take operator tables: auto, always or off", "auto",
     ))  # fmt: skip
     # what a structural change does: fail, warn or off (STRUCTURE_POLICIES)
-    structure: str = field(metadata=_setting(
-        flag="--accel-structure", choices=STRUCTURE_POLICIES,
-        flag_help="what a change of what ran (operators, compiled graphs, graph breaks, recompilations, host "
-        "syncs) does: fail its test, warn, or off: take no structural record (default: ini accel_structure, else "
-        "fail)",
-        ini="accel_structure", ini_help="what a structural change does: fail, warn or off", default="fail",
-        read=_choice(STRUCTURE_POLICIES),
+    structure: str = field(metadata=_chosen(
+        "--accel-structure", STRUCTURE_POLICIES,
+        "what a change of what ran (operators, compiled graphs, graph breaks, recompilations, host syncs) does: "
+        "fail its test, warn, or off: take no structural record (default: ini accel_structure, else fail)",
+        "accel_structure", "what a structural change does: fail, warn or off", "fail",
     ))  # fmt: skip
     # --accel-structure-only: judge what ran, not time
-    structure_only: bool = field(metadata=_setting(
-        flag="--accel-structure-only",
-        flag_help="judge only what ran, not time: a short warm-up and the structural record per measurement "
-        "(seconds a test; no quiet machine or recordings of this host needed)",
+    structure_only: bool = field(metadata=_switch(
+        "--accel-structure-only",
+        "judge only what ran, not time: a short warm-up and the structural record per measurement (seconds a "
+        "test; no quiet machine or recordings of this host needed)",
     ))  # fmt: skip
     # --accel-trace: the Chrome trace of each regressed workload goes there
-    trace_dir: Path | None = field(metadata=_setting(
-        flag="--accel-trace", read=parse_output_folder, metavar="DIR",
-        flag_help="write the Chrome/Perfetto trace of each regressed workload (of every measurement with "
+    trace_dir: Path | None = field(metadata=_output(
+        "--accel-trace", "DIR",
+        "write the Chrome/Perfetto trace of each regressed workload (of every measurement with "
         "--accel-operators=always) into DIR, one file per test",
+        read=parse_output_folder,
     ))  # fmt: skip
     # torch threads on the CPU; None: the device's default (half the cores)
     cpu_threads: int | None = field(metadata=_setting(
@@ -308,58 +326,55 @@ class AccelOptions:
         ini="accel_cpu_threads", ini_help="torch threads on the CPU (0: half the cores)", default="0",
         read=lambda text: integer_text(text, 0) or None,
     ))  # fmt: skip
+    # Settings of the ini file only. A child gets each that decides a figure or a verdict.
     # warm-up budget, counted after the first call
-    warmup_max_seconds: float = field(metadata=_setting(
-        ini="accel_warmup_max_seconds", default="3.0", read=_positive, child=True,
-        ini_help="upper bound on warm-up per measurement, seconds of calls after the first (which may compile)",
+    warmup_max_seconds: float = field(metadata=_ini(
+        "accel_warmup_max_seconds", "3.0", _positive,
+        "upper bound on warm-up per measurement, seconds of calls after the first (which may compile)",
     ))  # fmt: skip
     # timed rounds at least, whatever the budget
-    min_rounds: int = field(metadata=_setting(
-        ini="accel_min_rounds", default="20", read=_integer(1), child=True,
-        ini_help="timed rounds per measurement at least, whatever the budget",
+    min_rounds: int = field(metadata=_ini(
+        "accel_min_rounds", "20", _integer(1), "timed rounds per measurement at least, whatever the budget"
     ))  # fmt: skip
     # the suite's verdict thresholds (``policy``; a perf marker may override the first two per test)
-    tolerance: float = field(metadata=_setting(
-        ini="accel_tolerance", default="0.05", read=_positive, child=True,
-        ini_help="default slowdown tolerance of the verdict (fraction)",
+    tolerance: float = field(metadata=_ini(
+        "accel_tolerance", "0.05", _positive, "default slowdown tolerance of the verdict (fraction)"
     ))  # fmt: skip
-    memory_tolerance: float = field(metadata=_setting(
-        ini="accel_memory_tolerance", default="0.10", read=_positive, child=True,
-        ini_help="default peak-memory growth tolerance (fraction)",
+    memory_tolerance: float = field(metadata=_ini(
+        "accel_memory_tolerance", "0.10", _positive, "default peak-memory growth tolerance (fraction)"
     ))  # fmt: skip
-    state_noise_floor: float = field(metadata=_setting(
-        ini="accel_state_noise_floor", default="0.10", read=_positive, child=True,
-        ini_help="machine-state probe noise ignored before a verdict widens or turns noisy (fraction, default 0.10)",
+    state_noise_floor: float = field(metadata=_ini(
+        "accel_state_noise_floor", "0.10", _positive,
+        "machine-state probe noise ignored before a verdict widens or turns noisy (fraction, default 0.10)",
     ))  # fmt: skip
-    foreign_cpu_margin: float = field(metadata=_setting(
-        ini="accel_foreign_cpu_margin", default="0.15", read=_positive, child=True,
-        ini_help="share of the host's CPU that other processes may use beyond the baseline's recordings before a "
-        "slower figure is noisy (fraction, default 0.15)",
+    foreign_cpu_margin: float = field(metadata=_ini(
+        "accel_foreign_cpu_margin", "0.15", _positive,
+        "share of the host's CPU that other processes may use beyond the baseline's recordings before a slower "
+        "figure is noisy (fraction, default 0.15)",
     ))  # fmt: skip
     # in-process re-measurements of a suspected regression
-    confirmations: int = field(metadata=_setting(
-        ini="accel_confirmations", default="2", read=_integer(0), child=True,
-        ini_help="re-measurements before a regression fails a test",
+    confirmations: int = field(metadata=_ini(
+        "accel_confirmations", "2", _integer(0), "re-measurements before a regression fails a test"
     ))  # fmt: skip
     # confirm a regression in a fresh pytest process too
-    fresh_confirmation: bool = field(metadata=_setting(
-        ini="accel_fresh_process_confirmation", default="true", read=_boolean,
-        ini_help="re-measure a confirmed regression once more in a fresh pytest process before failing (true/false)",
+    fresh_confirmation: bool = field(metadata=_ini(
+        "accel_fresh_process_confirmation", "true", _boolean,
+        "re-measure a confirmed regression once more in a fresh pytest process before failing (true/false)",
+        child=False,
     ))  # fmt: skip
     # under torchrun: how long a rank waits for the others
-    rank_timeout_seconds: float = field(metadata=_setting(
-        ini="accel_rank_timeout_seconds", default="300", read=_positive,
-        ini_help="under torchrun: how long a rank waits for the others before failing, naming the missing ranks",
+    rank_timeout_seconds: float = field(metadata=_ini(
+        "accel_rank_timeout_seconds", "300", _positive,
+        "under torchrun: how long a rank waits for the others before failing, naming the missing ranks",
+        child=False,
     ))  # fmt: skip
-
     # the CPU's malloc mode (engine/devices/hostalloc.py)
-    host_allocator: str = field(metadata=_setting(
-        flag="--accel-host-allocator", choices=HOST_ALLOCATOR_MODES, child=True,
-        flag_help="on the CPU: steady keeps freed memory in the process, as a caching allocator does, so no call "
-        "pays for another's page faults; system leaves the C library's malloc as it is (default: ini "
-        "accel_host_allocator, else steady)",
-        ini="accel_host_allocator", ini_help="the CPU's host allocator mode: steady or system", default="steady",
-        read=_choice(HOST_ALLOCATOR_MODES),
+    host_allocator: str = field(metadata=_chosen(
+        "--accel-host-allocator", HOST_ALLOCATOR_MODES,
+        "on the CPU: steady keeps freed memory in the process, as a caching allocator does, so no call pays for "
+        "another's page faults; system leaves the C library's malloc as it is (default: ini accel_host_allocator, "
+        "else steady)",
+        "accel_host_allocator", "the CPU's host allocator mode: steady or system", "steady", child=True,
     ))  # fmt: skip
 
     @classmethod
