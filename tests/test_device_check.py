@@ -76,3 +76,18 @@ def test_a_later_call_extends_what_an_earlier_call_of_the_same_device_found(tmp_
     assert sections.merged_report(tmp_path, "cpu") == {}  # another device's findings are not mixed in
     sections.save_section(tmp_path, "graph", {"fixture_graph_seconds": 5.9e-6})
     assert json.loads((tmp_path / "sections" / "graph.json").read_text()) == {"fixture_graph_seconds": 5.9e-6}
+
+
+def test_a_run_cut_short_still_names_the_tests_that_finished() -> None:
+    printed = "\n".join(
+        [
+            "perf_tests/test_mmdit.py::test_train_step[16-sdpa] PASSED                [ 50%]",
+            "perf_tests/test_llm.py::test_llm_generation[1] SKIPPED (needs CUDA)      [100%]",
+            "accel: device cuda (key cuda-nvidia-h200), profile full",
+        ]
+    )
+    found = sections.verbose_outcomes(printed)
+    assert {test: row["outcome"] for test, row in found.items()} == {
+        "perf_tests/test_mmdit.py::test_train_step[16-sdpa]": "passed",
+        "perf_tests/test_llm.py::test_llm_generation[1]": "skipped",
+    }
