@@ -203,3 +203,13 @@ def test_a_figure_is_compared_only_with_a_baseline_timed_in_the_same_mode() -> N
     old = BaselineEntry("t.py::test_add", "throughput", "calls", 1.0, (8e-6,))  # recorded before modes existed
     assert old.incomparable(eager, {}) is None
     assert "cache=cold" in str(old.incomparable(Measurement("calls", 1.0, (8e-6,), cache=COLD), {}))
+
+
+def test_a_clock_that_stops_answering_is_no_throttle() -> None:
+    readings = iter([1980.0])
+
+    def nvml() -> float:
+        return next(readings)  # StopIteration after the first: NVML refusing a query
+
+    watch = ThrottleWatch(TimingMode(clock=nvml), planned_rounds=3)
+    assert not watch.discard() and watch.throttled_rounds == 0

@@ -102,14 +102,24 @@ class ThrottleWatch:
     def __init__(self, mode: TimingMode, planned_rounds: int) -> None:
         self._clock = mode.clock
         self._sleep = mode.sleep
-        self._reference = mode.clock() if mode.clock is not None else None  # the clock as the rounds start
+        self._reference = self._read()  # the clock as the rounds start
         self.retakes_left = planned_rounds  # throttled rounds that may still be discarded and retaken
         self.throttled_rounds = 0
 
+    def _read(self) -> float | None:
+        """The clock now; None where it cannot be read (NVML may refuse a query mid-run: not a throttle)."""
+        if self._clock is None:
+            return None
+        try:
+            return float(self._clock())
+        except Exception:
+            return None
+
     def _low(self) -> bool:
-        if self._clock is None or self._reference is None or self._reference <= 0:
+        if self._reference is None or self._reference <= 0:
             return False
-        return self._clock() < THROTTLE_FRACTION * self._reference
+        now = self._read()
+        return now is not None and now < THROTTLE_FRACTION * self._reference
 
     def discard(self) -> bool:
         """After a round: whether it ran throttled and is to be retaken (then after the clock recovered)."""
