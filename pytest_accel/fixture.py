@@ -38,7 +38,7 @@ from pytest_accel.engine.machine import FRESH_FAULT_PROBE, HostShare, state_prob
 from pytest_accel.engine.measure import MeasureConfig, MeasurementError, TimingMode, check_finite, measure
 from pytest_accel.engine.operators import TraceError, profile_operators
 from pytest_accel.engine.structure import CompileWatch, take_structure
-from pytest_accel.judgement.gate import RECORD_HINT, Judgement
+from pytest_accel.judgement.gate import RECORD_HINT, GateResult
 from pytest_accel.judgement.structures import CHANGED, UNCHANGED, StructureVerdict
 from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
 
@@ -54,7 +54,7 @@ STRUCTURE_WARMUP_CALLS = 3
 __all__ = ["STRUCTURE_WARMUP_CALLS", "Judge", "OperatorPlan", "Record", "StructurePlan", "Throughput"]
 
 # judge(measurement, remeasure) -> the gate's judgement; remeasure() takes the same measurement again.
-Judge = Callable[[Measurement, Callable[[], Measurement]], Judgement]
+Judge = Callable[[Measurement, Callable[[], Measurement]], GateResult]
 # record(measurement, verdict) -> the measurement as reported (with added figures), attached to the test.
 Record = Callable[[Measurement, VerdictRecord | None], Measurement]
 
@@ -262,15 +262,15 @@ class Throughput:
             pytest.fail(failure, pytrace=False)
         return result
 
-    def _explain(self, fn: Callable[[], Any], judgement: Judgement) -> tuple[Measurement, VerdictRecord, str | None]:
+    def _explain(self, fn: Callable[[], Any], judgement: GateResult) -> tuple[Measurement, VerdictRecord, str | None]:
         """The measurement, verdict and failure, with an operator table where the plan or a regression asks.
 
         After every timed round and confirmation: the profiler's overhead never reaches a figure. A
         profile that cannot be taken leaves the verdict as it is, with one line saying why.
         """
-        result, record, failure = judgement.result.reported, judgement.result.record, judgement.failure
+        result, record, failure = judgement.reported, judgement.record, judgement.failure
         plan = self._operators or OperatorPlan(off="no operator plan was given")
-        regressed = failure is not None and judgement.result.outcome is Outcome.REGRESSED
+        regressed = failure is not None and judgement.outcome is Outcome.REGRESSED
         if plan.off or not (plan.update or plan.always or regressed):
             if regressed:
                 record = replace(record, operators=(absent_line(plan.off),))

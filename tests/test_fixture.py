@@ -14,7 +14,7 @@ from pytest_accel.core.measurement import Measurement
 from pytest_accel.engine.devices.cpu import CpuDevice
 from pytest_accel.engine.measure import MeasureConfig
 from pytest_accel.fixture import OperatorPlan, Throughput
-from pytest_accel.judgement.gate import GateResult, Judgement
+from pytest_accel.judgement.gate import GateResult
 from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
 
 FAST = MeasureConfig(measure_seconds=0.02, min_rounds=3, warmup_max_seconds=0.05, round_seconds=0.002)
@@ -39,7 +39,7 @@ class FakeBenchmark:
 
 
 def make(
-    judge: Callable[[Measurement, Callable[[], Measurement]], Judgement] | None = None,
+    judge: Callable[[Measurement, Callable[[], Measurement]], GateResult] | None = None,
     benchmark: FakeBenchmark | None = None,
     **kwargs: Any,
 ) -> tuple[Throughput, list[tuple[Measurement, VerdictRecord | None]]]:
@@ -50,8 +50,8 @@ def make(
         recorded.append((measurement, verdict))
         return measurement
 
-    def unchanged(first: Measurement, again: Callable[[], Measurement]) -> Judgement:
-        return Judgement(GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,)), None)
+    def unchanged(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
+        return GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,))
 
     fixture = Throughput(
         device=device,
@@ -91,11 +91,12 @@ def test_the_benchmark_fixture_receives_the_rounds() -> None:
 def test_a_regression_reports_the_last_remeasurement_and_fails_with_the_judges_message() -> None:
     taken: list[Measurement] = []
 
-    def regressed(first: Measurement, again: Callable[[], Measurement]) -> Judgement:
+    def regressed(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
         second = again()
         taken.append(second)
-        result = GateResult(Verdict(Outcome.REGRESSED, "time", "slower"), None, (first, second))
-        return Judgement(result, "perf regressed: the message")
+        return GateResult(
+            Verdict(Outcome.REGRESSED, "time", "slower"), None, (first, second), failure="perf regressed: the message"
+        )
 
     fixture, recorded = make(judge=regressed)
     with pytest.raises(pytest.fail.Exception, match="perf regressed: the message"):
@@ -128,7 +129,7 @@ def test_one_name_per_measurement() -> None:
 def test_disabled_runs_once_unjudged_and_still_checks_the_output() -> None:
     calls: list[int] = []
 
-    def never(first: Measurement, again: Callable[[], Measurement]) -> Judgement:
+    def never(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
         raise AssertionError("a disabled run is not judged")
 
     fixture, recorded = make(judge=never, benchmark=FakeBenchmark(disabled=True))
@@ -197,8 +198,8 @@ def test_an_allocator_counted_peak_leaves_out_the_probes_buffers() -> None:
     device = AllocatorCounted(workload_bytes=5 * 2**20)
     recorded: list[Measurement] = []
 
-    def unchanged(first: Measurement, again: Callable[[], Measurement]) -> Judgement:
-        return Judgement(GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,)), None)
+    def unchanged(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
+        return GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,))
 
     fixture = Throughput(
         device=device,  # type: ignore[arg-type]
@@ -211,9 +212,13 @@ def test_an_allocator_counted_peak_leaves_out_the_probes_buffers() -> None:
     assert fixture(work, items=1, unit="calls").peak_memory_bytes == 5 * 2**20
 
 
-def _regressed(first: Measurement, again: Callable[[], Measurement]) -> Judgement:
-    result = GateResult(Verdict(Outcome.REGRESSED, "time", "slower"), None, (first,))
-    return Judgement(result, "perf regressed: the message\n  if the change is intended, record it: ...")
+def _regressed(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
+    return GateResult(
+        Verdict(Outcome.REGRESSED, "time", "slower"),
+        None,
+        (first,),
+        failure="perf regressed: the message\n  if the change is intended, record it: ...",
+    )
 
 
 def test_a_profile_that_fails_leaves_the_regression_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -292,7 +292,7 @@ def test_after_refuted_suspects_later_ones_are_noisy_without_a_process_each(monk
 
     def refuting(test: str, metric: str, rootdir: Path, settings: ChildSettings) -> FreshVerdict:
         spawned.append(test)
-        return FreshVerdict("unchanged", "time +1.0%")
+        return FreshVerdict(Outcome.UNCHANGED, "time +1.0%")
 
     monkeypatch.setattr(gate_module, "confirm_in_fresh_process", refuting)
     base = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
@@ -303,7 +303,7 @@ def test_after_refuted_suspects_later_ones_are_noisy_without_a_process_each(monk
     }
     settings = ChildSettings("cpu", "smoke", Path("."), (("accel_measure_seconds", "1.0"),), 1)
     gate = Gate(lambda: entries, {}, GateMode(confirmations=0, fresh_process=settings), Path("."), gate_memory=False)
-    outcomes = [gate.judge(f"t::{i}", slow, POLICY, lambda: slow).result.outcome for i in range(4)]
+    outcomes = [gate.judge(f"t::{i}", slow, POLICY, lambda: slow).outcome for i in range(4)]
     assert outcomes == [Outcome.UNCHANGED] * REFUTED_LIMIT + [Outcome.NOISY] * (4 - REFUTED_LIMIT)
     assert len(spawned) == REFUTED_LIMIT
 

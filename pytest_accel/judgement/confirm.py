@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, final
 
 from pytest_accel.engine.children import run_child
-from pytest_accel.judgement.verdict import VerdictRecord
+from pytest_accel.judgement.verdict import Outcome, VerdictRecord
 
 __all__ = [
     "FRESH_PROCESS_ENV",
@@ -42,7 +42,7 @@ CHILD_TIMEOUT_SECONDS = 900
 class FreshVerdict:
     """What the child process concluded for one measurement, or why it could not tell."""
 
-    outcome: str | None  # "regressed", "unchanged", ... ; None when the child gave no verdict
+    outcome: Outcome | None  # the child's time verdict; None when it gave none
     detail: str  # the child's reason, or what went wrong
 
 
@@ -146,5 +146,5 @@ def _verdict_for(document: Mapping[str, Any], nodeid: str, metric: str) -> Fresh
     for entry in document.get("results", []):
         if entry.get("test") == nodeid and entry.get("name") == metric and entry.get("verdict"):
             time = VerdictRecord.from_dict(entry["verdict"]).time
-            return FreshVerdict(time.outcome.value, time.reason)
+            return FreshVerdict(time.outcome, time.reason)
     return FreshVerdict(None, f"the confirmation process measured no {metric!r} for {nodeid}")

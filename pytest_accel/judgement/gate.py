@@ -41,7 +41,6 @@ __all__ = [
     "Gate",
     "GateMode",
     "GateResult",
-    "Judgement",
     "provenance_changes",
     "run_gate",
     "with_fresh_confirmation",
@@ -65,12 +64,15 @@ _SHOWN_PROVENANCE = ("torch", "cuda_runtime", "cuda_driver", "habana_torch_plugi
 @final
 @dataclass(frozen=True)
 class GateResult:
-    """The time verdict, the memory verdict (when memory is known) and the measurements taken."""
+    """What the gate concluded for one measurement: the time verdict, the memory verdict (when memory
+    is known), the measurements taken, and the failure message when it fails its test."""
 
     time: Verdict
     memory: Verdict | None
     measurements: tuple[Measurement, ...]  # the first measurement, then any re-measurements
     group: int = 1  # how many measurements each verdict pooled (run_gate's extension of an undecided suspect)
+    failure: str | None = None  # the test's failure message (Gate.judge); None: it passes
+    baseline: BaselineEntry | None = None  # the entry judged against (its operator table explains a regression)
 
     @property
     def record(self) -> VerdictRecord:
@@ -110,9 +112,9 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
     pytest_accel.judgement.confirm): it stands only if the fresh process says the same."""
     if fresh.outcome is None:
         return replace(first, reason=f"{first.reason}; no fresh-process confirmation: {fresh.detail}")
-    if fresh.outcome == first.outcome.value:
+    if fresh.outcome is first.outcome:
         return replace(first, reason=f"{first.reason}; confirmed in a fresh process: {fresh.detail}")
-    outcome = Outcome(fresh.outcome)
+    outcome = fresh.outcome
     if {outcome, first.outcome} == {Outcome.REGRESSED, Outcome.IMPROVED}:
         # The processes disagree in direction: one process's measurement alone never fails a test.
         return Verdict(
@@ -237,16 +239,6 @@ class GateMode:
 
 
 @final
-@dataclass(frozen=True)
-class Judgement:
-    """What the gate concluded for one measurement, and the failure message when it fails its test."""
-
-    result: GateResult
-    failure: str | None
-    baseline: BaselineEntry | None = None  # the entry judged against (its operator table explains a regression)
-
-
-@final
 class Gate:
     """Judges one run's measurements against the stored entries of its device, profile and world size."""
 
@@ -268,7 +260,7 @@ class Gate:
 
     def judge(
         self, test: str, measurement: Measurement, policy: VerdictPolicy, remeasure: Callable[[], Measurement]
-    ) -> Judgement:
+    ) -> GateResult:
         """Judge ``measurement`` of ``test``, confirming a suspected regression before it fails."""
         mode = self._mode
         entry = self._entries().get((test, measurement.name))
@@ -285,7 +277,7 @@ class Gate:
                 fresh = confirm_in_fresh_process(test, measurement.name, self._rootdir, mode.fresh_process)
                 gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh))
         why = self._fails(gate.outcome)
-        return Judgement(gate, None if why is None else self._message(test, gate, entry, why), entry)
+        return replace(gate, failure=None if why is None else self._message(test, gate, entry, why), baseline=entry)
 
     def _confirm_in_fresh_process(self, test: str, metric: str, suspect: Verdict) -> Verdict:
         """The fresh process's word on a suspect, unless this run already showed it cannot be trusted."""
