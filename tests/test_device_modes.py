@@ -4,7 +4,10 @@ Gaudi's refusals; and the fixture's arguments and errors."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch
@@ -12,10 +15,15 @@ from fakes.cuda import FakeCuda, counting, install_fake_cuda
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_accel.engine.devices.base import ModeUnavailable
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.engine.devices.base import CacheFlush, ModeUnavailable
 from pytest_accel.engine.devices.cpu import CpuDevice, cpu_identity, last_level_cache_bytes
 from pytest_accel.engine.devices.cuda import CudaDevice
 from pytest_accel.engine.devices.hpu import HpuDevice
+from pytest_accel.engine.measure import MeasureConfig
+from pytest_accel.fixture import Throughput
+from pytest_accel.judgement.gate import GateResult
+from pytest_accel.judgement.verdict import Outcome, Verdict
 
 
 def test_cuda_graph_replay_warms_up_on_a_side_stream_then_captures_the_calls(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,3 +118,48 @@ def test_gaudi_refuses_graph_timing_and_cold_naming_why() -> None:
     with pytest.raises(ModeUnavailable, match="cache size"):
         device.cache_flusher()
     assert device.clock_watch().read is None
+
+
+class CountedWithFlush:
+    """The CPU with an allocator-style peak counter that also counts a cold mode's live flush buffer."""
+
+    def __init__(self, workload_bytes: int, flush_bytes: int) -> None:
+        self._cpu = CpuDevice(threads=1)
+        self._workload_bytes, self._flush_bytes = workload_bytes, flush_bytes
+        self.kind, self.exact_peak_memory = "cpu", True
+        self.flushes = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cpu, name)
+
+    def cache_flusher(self) -> CacheFlush:
+        def flush() -> None:
+            self.flushes += 1
+
+        return CacheFlush(flush, self._flush_bytes)
+
+    def peak_memory_bytes(self) -> int:
+        from pytest_accel.engine.machine import state_probe_bytes
+
+        return self._workload_bytes + state_probe_bytes(self._cpu) + self._flush_bytes
+
+
+def test_a_cold_figure_leaves_the_flush_buffer_out_of_its_peak_and_flushes_every_timed_call() -> None:
+    device = CountedWithFlush(workload_bytes=3 * 2**20, flush_bytes=60 * 2**20)
+
+    def unchanged(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
+        return GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,))
+
+    fixture = Throughput(
+        device=device,  # type: ignore[arg-type]
+        config=MeasureConfig(measure_seconds=0.02, min_rounds=3, warmup_max_seconds=0.05, round_seconds=0.002),
+        benchmark=SimpleNamespace(_mode=None, disabled=False, extra_info={}, stats=object()),
+        timer=lambda metric: device.timer(),
+        judge=unchanged,
+        record=lambda m, v: m,
+    )
+    a = torch.ones(16, 16)
+    m = fixture(lambda: a @ a, items=1, unit="calls", cold=True)
+    assert m.peak_memory_bytes == 3 * 2**20
+    assert (m.cache, m.timing) == ("cold", "eager")
+    assert device.flushes >= len(m.samples) * m.calls_per_round
