@@ -80,7 +80,7 @@ def _preload(libraries: list[str]) -> None:
     of a 4.5 s run of one small test. Preloaded, their own asserts keep plain messages; a run's
     "cannot rewrite" warning is ignored (``_run_child``)."""
     for name in libraries:
-        if name not in sys.modules and name not in _NOT_PRELOADED and not name.startswith(("_pytest", "pytest")):
+        if name not in sys.modules and name not in _NOT_PRELOADED and name not in ("pytest", "_pytest"):
             # A library that does not import outside a run is simply imported by each run.
             with contextlib.suppress(Exception):
                 importlib.import_module(name)

@@ -127,6 +127,10 @@ def cmd_compare(options: argparse.Namespace) -> int:
         a, b = before.measurements[key], after.measurements[key]
         if a.disabled or b.disabled:
             continue
+        if (a.timing, a.cache) != (b.timing, b.cache):  # a graph replay is not an eager figure, nor cold a warm one
+            modes = f"timed {a.timing}/{a.cache} in A, {b.timing}/{b.cache} in B"
+            rows.append([display_name(*key), "-", "-", "not compared", modes])
+            continue
         verdict = judge_time(Observation(b.samples, b.probe_samples), Observation(a.samples, a.probe_samples), policy)
         regressed += verdict.outcome is Outcome.REGRESSED
         if verdict.outcome is Outcome.REGRESSED and b.operators is not None:
@@ -375,8 +379,8 @@ def _add_ab_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "--alpha",
         type=float,
         default=0.02,
-        help="chance over the whole sitting that an interval misses the true ratio; an unchanged build "
-        "is called regressed in at most half of it (0.02)",
+        help="chance over the whole sitting that a test's interval misses its true ratio; an unchanged "
+        "test is called regressed in about half of it (0.02: simulated, at most 0.83%% of sittings)",
     )
     ab.add_argument("--min-pairs", type=int, default=3, help="pairs before the first look (3)")
     ab.add_argument("--max-pairs", type=int, default=40, help="pairs at most (40)")

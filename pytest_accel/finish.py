@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
-from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.measurement import Measurement, display_name, throttle_problem
 from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.machine import PEAK_FILE_ENV, MeasuredPeak, datasheet_peak, peak_figures, shared_peak
 from pytest_accel.engine.provenance import run_provenance
@@ -170,6 +170,10 @@ class RunFiles:
     def write_baselines(self) -> None:
         """``--accel-update``: this run's figures as the baseline entries, with their recording history."""
         measured = [r for r in self.recorded if not r.measurement.disabled]
+        for r in measured:  # a throttled figure is not the workload's: never a baseline (the old entry stays)
+            if (why := throttle_problem(r.measurement)) is not None:
+                self.say(f"not recorded: {display_name(r.test, r.measurement.name)}: {why}")
+        measured = [r for r in measured if throttle_problem(r.measurement) is None]
         if not measured:
             return
         device = self._device()

@@ -445,10 +445,14 @@ class Throughput:
             self._clock = device.clock_watch()
         if cold and self._flush is None:
             self._flush = device.cache_flusher()
+        # Under torchrun every rank's rounds start together (the timer waits for all of them): a rank
+        # that retook a round alone would pair its rounds wrongly and wait for a start no one posts.
+        # Each rank's own clock there is not watched (its provenance still says whether it could be).
+        watched = self._items_scale == 1
         return TimingMode(
             graph=device.graph_replay if timing == GRAPH else None,
             flush=self._flush.flush if cold and self._flush is not None else None,
-            clock=self._clock.read,
+            clock=self._clock.read if watched else None,
         )
 
     def _make_probes(self) -> dict[str, Callable[[], Any]]:

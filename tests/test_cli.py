@@ -75,6 +75,20 @@ def test_compare_flags_the_slower_run_and_exits_1(
     assert main(["compare", str(a), str(a)]) == 0
 
 
+def test_compare_never_judges_figures_timed_in_different_modes(
+    results: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = results
+    document = json.loads(b.read_text())
+    for entry in document["results"]:
+        entry["timing"] = "graph"  # B replayed a graph: its figures are kernel time, A's host launches
+    b.write_text(json.dumps(document))
+    capsys.readouterr()
+    assert main(["compare", str(a), str(b)]) == 0  # the 3x nap is not called regressed across modes
+    out = capsys.readouterr().out
+    assert "not compared | timed eager/warm in A, graph/warm in B" in out and "0 regressed" in out
+
+
 def test_report_makes_a_cross_device_table_and_html(
     results: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_accel.cli import main
-from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.measurement import COLD, TIMINGS, WARM, Measurement
 from pytest_accel.outputs.results import SECONDS_RANGE, Recorded, ResultsError, load_results, results_document
 
 
@@ -55,6 +55,9 @@ def write(tmp_path: Path, data: object) -> Path:
         ({"surprise": 1}, "'surprise': unknown key"),
         ({"samples": None}, "samples: expected a list of positive finite numbers, got None"),
         ({"verdict": {"outcome": "maybe"}}, "'verdict':"),
+        ({"timing": "fast"}, "timing: expected one of eager, graph, got 'fast'"),
+        ({"cache": 1}, "cache: expected warm or cold, got 1"),
+        ({"throttled_rounds": -1}, "throttled_rounds: expected an integer >= 0, got -1"),
     ],
 )
 def test_corrupt_fields_are_named_with_file_line_and_key(
@@ -115,6 +118,9 @@ measurements = st.builds(
     flops_per_call=st.none() | st.floats(0, 1e18),
     peak_memory_bytes=st.none() | st.integers(0, 2**50),
     name=st.sampled_from(["throughput", "decode", "prefill"]),
+    timing=st.sampled_from(TIMINGS),
+    cache=st.sampled_from([WARM, COLD]),
+    throttled_rounds=st.integers(0, 50),
 )
 
 
@@ -136,7 +142,7 @@ json_values = st.recursive(
 keys = st.sampled_from(
     ["unit", "items_per_call", "samples", "probe_samples", "calls_per_round", "warmup_calls", "warmup_seconds",
      "warmup_settled", "flops_per_call", "bytes_per_call", "peak_memory_bytes", "device_key", "state", "name",
-     "extra", "test", "outcome", "verdict", "other"]
+     "extra", "test", "outcome", "verdict", "timing", "cache", "throttled_rounds", "other"]
 )  # fmt: skip
 
 

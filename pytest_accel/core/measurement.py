@@ -104,8 +104,8 @@ class Measurement:
     operators: OperatorProfile | None = None
     timing: str = EAGER  # EAGER or GRAPH: how the rounds were timed
     cache: str = WARM  # WARM or COLD: whether every timed call followed a last-level-cache flush
-    # Rounds that ran below THROTTLE_FRACTION of the start clock (discarded and retaken while the
-    # retakes lasted); 0 also where the clock is not watched (the provenance's sm_clock says which)
+    # Rounds in the figure that ran below THROTTLE_FRACTION of the start clock: kept once the retakes
+    # ran out (retaken ones are not in it); 0 also where the clock is not watched (provenance: sm_clock)
     throttled_rounds: int = 0
 
     @property

@@ -9,6 +9,7 @@ device and threads cancels most of that drift (docs/measurements.md has the figu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
@@ -260,11 +261,12 @@ def shared_peak(device: Device, path: Path | None) -> MeasuredPeak:
     peak = measure_peak(device)
     if path is not None:
         scratch = path.with_name(f".{path.name}.{os.getpid()}")
-        scratch.write_text(
-            json.dumps({"device_key": key, "tflops": peak.tflops, "bytes_per_second": peak.bytes_per_second}),
-            encoding="utf-8",
-        )
-        os.replace(scratch, path)
+        with contextlib.suppress(OSError):  # only a cache: a later run that cannot read it measures again
+            scratch.write_text(
+                json.dumps({"device_key": key, "tflops": peak.tflops, "bytes_per_second": peak.bytes_per_second}),
+                encoding="utf-8",
+            )
+            os.replace(scratch, path)
     return peak
 
 

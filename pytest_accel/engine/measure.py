@@ -146,7 +146,7 @@ def _non_finite(value: Any, path: str) -> str | None:
 
 
 def _all_finite(tensor: Any) -> bool:
-    """Whether a floating tensor holds no NaN or Inf, in one reduction and no allocation.
+    """Whether a floating tensor holds no NaN or Inf, in one reduction (no tensor of its size allocated).
 
     NaN and Inf survive a sum (NaN + x is NaN, Inf + finite is Inf, Inf - Inf is NaN), so a finite
     sum proves every element finite; only a sum that overflowed (or a real NaN) pays the full

@@ -14,8 +14,8 @@ modes change that, chosen per measurement, and one watch runs wherever the clock
             that ended below THROTTLE_FRACTION of the start clock is discarded, and the loop waits
             (polling every RECOVERY_POLL_SECONDS, at most RECOVERY_WAIT_SECONDS) for the clock to
             come back before retaking it. At most as many rounds are retaken as were planned; beyond
-            that, throttled rounds are kept. Every throttled round is counted in the result
-            (``throttled_rounds``), and too many make the verdict noisy (core/measurement.py)
+            that, throttled rounds are kept, and those are counted in the result
+            (``throttled_rounds``): too many make the verdict noisy (core/measurement.py)
 
 A graph replays N calls back to back, so it cannot be cold: asking for both is refused.
 """
@@ -125,9 +125,9 @@ class ThrottleWatch:
         """After a round: whether it ran throttled and is to be retaken (then after the clock recovered)."""
         if not self._low():
             return False
-        self.throttled_rounds += 1
         if self.retakes_left <= 0:
-            return False  # kept, and counted: the verdict says noisy
+            self.throttled_rounds += 1  # kept in the figure, and counted: too many and the verdict says noisy
+            return False
         self.retakes_left -= 1
         waited = 0.0
         while waited < RECOVERY_WAIT_SECONDS:

@@ -162,12 +162,10 @@ def run_gate(
     has re-measured already: it is then confirmed once, by a group of the same size. A confirmation
     that cannot decide is extended the same way.
     """
-    if (throttled := throttle_problem(measurement)) is not None:  # with or without a baseline: never a silent figure
-        return GateResult(Verdict(Outcome.NOISY, "time", throttled), None, (measurement,))
-    if entry is None:
-        return GateResult(
-            Verdict(Outcome.NEW, "time", "no baseline for this test on this device"), None, (measurement,)
-        )
+    if entry is None:  # new either way; a throttled figure says so (and --accel-update does not record it)
+        throttled = throttle_problem(measurement)
+        why = "no baseline for this test on this device" + ("" if throttled is None else f"; and {throttled}")
+        return GateResult(Verdict(Outcome.NEW, "time", why), None, (measurement,))
     reason = entry.incomparable(measurement, provenance)
     if reason is not None:
         return GateResult(Verdict(Outcome.NEW, "time", f"not compared: {reason}"), None, (measurement,))
@@ -181,7 +179,7 @@ def run_gate(
 
     def judge(group: Sequence[Measurement]) -> Verdict:
         taken = pooled(group)
-        if (throttled := throttle_problem(taken)) is not None:  # a re-measurement that throttled
+        if (throttled := throttle_problem(taken)) is not None:  # never a silent figure; memory still judged
             return Verdict(Outcome.NOISY, "time", throttled)
         return judge_time(_observation(taken), baseline, policy)
 

@@ -17,18 +17,19 @@ Pure logic: no torch, no pytest, no processes (``pytest_accel.ab`` runs them). T
   ``alpha`` (Pocock's constant boundary; ``calibrated_level`` finds the level by simulating normal
   pairs, since later looks share the earlier looks' pairs). Bonferroni (``alpha`` split equally
   over the looks) ignores that sharing: at 12 looks it looked at 0.05 / 12 = 0.0042 where 0.0075
-  gives the same 5%. The default ``alpha`` is 0.02, so that an unchanged build is called
-  regressed in at most 1% of sittings. A run stopped early by its time budget takes one last look
-  at the pairs it has, in place of the looks it never reached.
+  gives the same 5%. The default ``alpha`` is 0.02, so that an unchanged test is called
+  regressed in about 1% of sittings (at most 0.83% simulated, docs/studies/ab-looks). A run
+  stopped early by its time budget takes one last look at the pairs it has, in place of the
+  looks it never reached.
 - **Claims.** The stored-baseline gate's rule, on the paired interval:
     regressed    slower, significantly (the whole interval lies above 1), by an estimated more
                  than the tolerance
     improved     the mirror image: the whole interval below 1, the estimate below 1 / (1 + tolerance)
     unchanged    the whole interval lies inside [1 / (1 + tolerance), 1 + tolerance]
     inconclusive none of those by the last look: the interval is reported as it stands
-  An unchanged build (A/A) is called regressed only when its interval misses the truth, at most
-  ``alpha / 2`` of the time (1%). A build truly slower by about the tolerance is called regressed about
-  half the time it is significant: it did get slower. The first version asked the whole interval
+  An unchanged build (A/A) is called regressed only when its interval misses the truth, about
+  ``alpha / 2`` of the time (1%). A build truly slower by about the tolerance is called regressed
+  about half the time it is significant: it did get slower. The first version asked the whole interval
   to lie above 1 + tolerance; a 10% slowdown then needed an interval narrower than ±5% and 9 to 16
   pairs of the PR workflow's 8 kernels on a 2-core VM (more than 13 minutes; docs/sensitivity.md).
 """

@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, final
 
-from pytest_accel.core.measurement import DEFAULT_METRIC, Measurement, display_name
+from pytest_accel.core.measurement import COLD, DEFAULT_METRIC, EAGER, TIMINGS, WARM, Measurement, display_name
 from pytest_accel.core.operators import OperatorProfile
 from pytest_accel.core.validation import (
     Invalid,
@@ -244,6 +244,11 @@ def _measurement(entry: dict[str, Any]) -> Measurement:
     check_plain_json(extra, "extra")
     state = entry.get("state", {})
     operators = entry.get("operators")
+    timing, cache = entry.get("timing", EAGER), entry.get("cache", WARM)
+    if timing not in TIMINGS:
+        raise Invalid("timing", f"expected one of {', '.join(TIMINGS)}, got {show(timing)}")
+    if cache not in (WARM, COLD):
+        raise Invalid("cache", f"expected {WARM} or {COLD}, got {show(cache)}")
     return Measurement(
         unit=text_of(entry.get("unit"), "unit"),
         items_per_call=positive(entry.get("items_per_call"), "items_per_call"),
@@ -261,6 +266,9 @@ def _measurement(entry: dict[str, Any]) -> Measurement:
         name=text_of(entry.get("name", DEFAULT_METRIC), "name"),
         extra=extra,
         operators=None if operators is None else OperatorProfile.from_json(operators, "operators"),
+        timing=timing,
+        cache=cache,
+        throttled_rounds=count(entry.get("throttled_rounds", 0), "throttled_rounds", 0),
     )
 
 
