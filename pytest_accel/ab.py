@@ -75,7 +75,7 @@ class ABSettings:
     cwd: Path = field(default_factory=Path.cwd)
     operators: bool = True  # profile each regressed test once more per side and diff (Sitting.explain)
     reuse: int = 5  # runs per side's worker process before a fresh one (1: a new process every run)
-    min_rounds: int = 5  # timed rounds per test per run at least (the pairs, not the rounds, carry the statistics)
+    min_rounds: int = 10  # timed rounds per test per run at least (a long call's median of 5 was its own noise)
     measure_seconds: float | None = None  # timed budget per test per run; None: the project's
 
     @property

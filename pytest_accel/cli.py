@@ -397,8 +397,9 @@ def _add_ab_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     ab.add_argument(
         "--min-rounds",
         type=int,
-        default=5,
-        help="timed rounds per test and run at least (accel_min_rounds; 5: the pairs carry the statistics)",
+        default=10,
+        help="timed rounds per test and run at least (accel_min_rounds; 10: a run's median of fewer rounds of a "
+        "long call was as noisy as the processes themselves)",
     )
     ab.add_argument(
         "--reuse",
