@@ -212,8 +212,10 @@ class Sitting:
 
     def __init__(self, settings: ABSettings, base: Side, head: Side, scratch: Path) -> None:
         self.settings, self.scratch = settings, scratch
-        # Each side measures the device's peaks (for %-of-peak) in its first run only.
-        self.sides = {side.name: replace(side, peak_file=scratch / f"peak-{side.name}.json") for side in (base, head)}
+        # Each side measures the device's peaks in its first run of this sitting (runs/ is emptied
+        # when a sitting starts: another sitting's peaks are not this one's).
+        peak = {side.name: scratch / "runs" / f"peak-{side.name}.json" for side in (base, head)}
+        self.sides = {side.name: replace(side, peak_file=peak[side.name]) for side in (base, head)}
         self.tracks: dict[Key, Track] = {}
         self.runs: dict[str, list[ProcessRun]] = {"base": [], "head": []}
         self.pairs = 0

@@ -12,10 +12,12 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from pytest_accel.ab import ABSettings, Sitting, _prepare_out
 from pytest_accel.absides import Side, Worker
 
 # A workload whose cost the commit decides: SLOW repeats the work (3x: clear at the first look).
@@ -327,6 +329,22 @@ def test_out_folder_with_foreign_files_is_refused(repo: Path) -> None:
     done = ab(repo, "--base", "good", "--out", "mine", *SELECTION)
     assert done.returncode == 2 and "holds files ab did not write (notes.txt)" in done.stderr
     assert (repo / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_a_sitting_keeps_its_shared_peaks_in_its_runs_folder_so_the_next_sitting_starts_clean(tmp_path: Path) -> None:
+    """The peaks a side's first run measured live in runs/ (emptied when a sitting starts): a second
+    sitting into the same --out is not refused, and measures its own."""
+    out = tmp_path / "out"
+    side = Side("base", "tree", "", tmp_path, tmp_path, sys.executable)
+    sitting = Sitting(ABSettings(("t.py",)), side, replace(side, name="head"), out)
+    assert {s.name: s.peak_file for s in sitting.sides.values()} == {
+        "base": out / "runs" / "peak-base.json",
+        "head": out / "runs" / "peak-head.json",
+    }
+    for path in (out / "runs" / "peak-base.json", out / "comparison.json"):
+        path.write_text("{}")
+    _prepare_out(out)  # a finished sitting's folder: accepted, its runs (and peaks) cleared
+    assert not (out / "runs").exists() and (out / "comparison.json").exists()
 
 
 @pytest.mark.slow
