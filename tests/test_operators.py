@@ -311,6 +311,7 @@ def test_switched(throughput):
 """
 
 
+@pytest.mark.slow  # a real timing verdict on a planted change: measures for real
 @pytest.mark.parametrize(
     ("before", "after", "named"),
     [
