@@ -138,10 +138,15 @@ def test_b_after_it(no_memory_for_probes, throughput):
 def test_a_test_whose_state_probes_cannot_be_allocated_is_noisy_not_crashed(perf_pytester: pytest.Pytester) -> None:
     perf_pytester.makepyfile(test_oom=OUT_OF_MEMORY_FIRST)
     options = ("--device", "cpu", "--accel-baselines", "bl", "--accel-measure-seconds", "0.1")
-    perf_pytester.runpytest(*options, "--accel-update").assert_outcomes(passed=2)
+    # Only the test under study gets a baseline: the one before it runs (and makes its probes) but
+    # is new, never judged. A 76 ns lambda moved 17% (SD) between two pytest sessions of one
+    # process on the 2-core VM, and was once "regressed +19.7%", confirmed in a fresh process.
+    perf_pytester.runpytest(*options, "--accel-update", "-k", "test_b").assert_outcomes(passed=1, deselected=1)
     result = perf_pytester.runpytest(*options, "--accel-json", "out.json")
     result.assert_outcomes(passed=2)
     results = json.loads((perf_pytester.path / "out.json").read_text())["results"]
+    (before,) = [r for r in results if "test_a" in r["test"]]
+    assert before["verdict"]["outcome"] == "new"
     (after,) = [r for r in results if "test_b" in r["test"]]
     assert after["verdict"]["outcome"] == "noisy"
     assert "state probes could not run" in after["verdict"]["time"]["reason"]
