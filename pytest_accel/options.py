@@ -51,7 +51,7 @@ _MARKER_STRUCTURE = "structure"
 MARKER_SETTINGS = (*_MARKER_MEASURE, *_MARKER_POLICY, _MARKER_STRUCTURE)
 _MARKER_INTEGERS = ("min_rounds",)  # the others are numbers (seconds, fractions)
 # The verdict thresholds among the settings: they make the run's VerdictPolicy.
-_POLICY_FIELDS = ("tolerance", "memory_tolerance", "state_noise_floor", "foreign_cpu_margin")
+_POLICY_FIELDS = ("tolerance", "memory_tolerance", "noisy_spread_floor", "state_noise_floor", "foreign_cpu_margin")
 
 Reader = Callable[[Any], Any]  # an option's text -> its value; ValueError quoting the text says what is wrong
 
@@ -342,6 +342,11 @@ class AccelOptions:
     ))  # fmt: skip
     memory_tolerance: float = field(metadata=_ini(
         "accel_memory_tolerance", "0.10", _positive, "default peak-memory growth tolerance (fraction)"
+    ))  # fmt: skip
+    noisy_spread_floor: float = field(metadata=_ini(
+        "accel_noisy_spread_floor", "0.25", _positive,
+        "a run whose rounds spread more than this (IQR/median, and 3x the baseline's) is too unsteady to judge: "
+        "noisy (fraction, default 0.25)",
     ))  # fmt: skip
     state_noise_floor: float = field(metadata=_ini(
         "accel_state_noise_floor", "0.10", _positive,

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import FAST_OPTIONS, run_judged
+from support import FAST_OPTIONS, STEADINESS_UNJUDGED
 
 from pytest_accel.judgement.confirm import inherited_options
 
@@ -111,7 +111,7 @@ def test_unchanged_code_passes_against_its_baseline(recorded: pytest.Pytester) -
 @pytest.mark.slow
 def test_a_slowdown_fails_its_own_test_with_the_figures(recorded: pytest.Pytester) -> None:
     (recorded.path / "duration.txt").write_text("0.003")
-    result = run_judged(recorded, *OPTIONS)
+    result = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
@@ -130,7 +130,7 @@ def test_a_slowdown_fails_its_own_test_with_the_figures(recorded: pytest.Pyteste
 @pytest.mark.slow
 def test_a_speedup_passes_and_asks_for_a_refresh(recorded: pytest.Pytester) -> None:
     (recorded.path / "duration.txt").write_text("0.0003")
-    result = run_judged(recorded, *OPTIONS, "--accel-json", "out.json")
+    result = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED, "--accel-json", "out.json")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_sleep *improved -*%", "accel: 1 improved: faster than the baseline*"])
     sleep = sleep_result(recorded)
@@ -149,7 +149,7 @@ def test_a_speedup_of_one_process_only_is_not_claimed(recorded: pytest.Pytester)
             'import os\n    reps = 10 if os.environ.get("PYTEST_ACCEL_CONFIRMING") else 3',
         )
     )
-    result = run_judged(recorded, *OPTIONS, "--accel-json", "out.json")
+    result = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED, "--accel-json", "out.json")
     result.assert_outcomes(passed=2)
     sleep = sleep_result(recorded)
     assert sleep["verdict"]["outcome"] != "improved"
@@ -242,7 +242,7 @@ def test_strict_fails_a_noisy_verdict(recorded: pytest.Pytester) -> None:
 @pytest.mark.slow
 def test_a_regression_is_confirmed_in_a_fresh_process(recorded: pytest.Pytester) -> None:
     (recorded.path / "duration.txt").write_text("0.003")
-    result = run_judged(recorded, *OPTIONS)
+    result = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*confirmed in a fresh process: time +*"])
 
@@ -278,7 +278,7 @@ def test_the_confirmation_process_loads_the_plugins_this_run_loaded(recorded: py
         )
     )
     recorded.syspathinsert()
-    result = run_judged(recorded, *OPTIONS, "-p", "slower")
+    result = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED, "-p", "slower")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*confirmed in a fresh process: time +*"])
 
@@ -302,6 +302,6 @@ def test_options_that_decide_what_code_runs_are_inherited(args: list[str], expec
 @pytest.mark.slow
 def test_fresh_process_confirmation_can_be_turned_off(recorded: pytest.Pytester) -> None:
     (recorded.path / "duration.txt").write_text("0.003")
-    result = run_judged(recorded, *OPTIONS, "-o", "accel_fresh_process_confirmation=false")
+    result = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED, "-o", "accel_fresh_process_confirmation=false")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.no_fnmatch_line("*fresh process*")

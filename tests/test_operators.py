@@ -11,7 +11,7 @@ import torch
 from fakes.habana import install_fake_habana
 from hypothesis import given
 from hypothesis import strategies as st
-from support import FAST_OPTIONS, run_judged
+from support import FAST_OPTIONS, STEADINESS_UNJUDGED
 
 from pytest_accel.cli import main
 from pytest_accel.core.measurement import Measurement
@@ -243,8 +243,15 @@ def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(
     assert len(operators["ops"]) <= STORED_OPERATORS and operators["calls"] >= 1
 
     (perf_pytester.path / "repeat.txt").write_text("3")
-    result = run_judged(
-        perf_pytester, *OPTIONS, "--accel-trace", "traces", "--accel-json", "out.json", "--accel-markdown", "summary.md"
+    result = perf_pytester.runpytest(
+        *OPTIONS,
+        *STEADINESS_UNJUDGED,
+        "--accel-trace",
+        "traces",
+        "--accel-json",
+        "out.json",
+        "--accel-markdown",
+        "summary.md",
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -281,11 +288,11 @@ def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(
     document = json.loads(stored.read_text())  # an entry recorded before tables existed
     del document["entries"]["test_attn.py::test_attention"]["throughput"]["operators"]
     stored.write_text(json.dumps(document))
-    result = run_judged(perf_pytester, *OPTIONS)
+    result = perf_pytester.runpytest(*OPTIONS, *STEADINESS_UNJUDGED)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*operators: no diff (the baseline entry has no operator table: record it again*"])
 
-    result = run_judged(perf_pytester, *OPTIONS, "--accel-operators", "off")
+    result = perf_pytester.runpytest(*OPTIONS, *STEADINESS_UNJUDGED, "--accel-operators", "off")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*operators: no diff (operator profiles are off in this run*"])
 
@@ -328,7 +335,7 @@ def test_a_switched_implementation_fails_naming_the_operators_that_changed(
     (perf_pytester.path / "variant.txt").write_text(before)
     perf_pytester.runpytest(*OPTIONS, "--accel-update").assert_outcomes(passed=1)
     (perf_pytester.path / "variant.txt").write_text(after)
-    result = run_judged(perf_pytester, *OPTIONS)
+    result = perf_pytester.runpytest(*OPTIONS, *STEADINESS_UNJUDGED)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*perf regressed: test_switched.py::test_switched on cpu-*", "*operators (host*"])
     for line in named:

@@ -75,7 +75,7 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
             if record.verdict.outcome.value == "regressed":
                 outcome = "regressed"
             counts[outcome] = counts.get(outcome, 0) + 1
-    lines = _abstention_lines(counts, updating)
+    lines = _abstention_lines(records, counts, updating)
     lines += [
         f"accel: {count} {outcome}" + (f": {_HINTS[outcome].format(where=where)}" if outcome in _HINTS else "")
         for outcome, count in sorted(counts.items())
@@ -86,16 +86,34 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
     return lines
 
 
-def _abstention_lines(counts: dict[str, int], updating: bool) -> list[str]:
-    """The summary's first line when figures could not be judged: an abstention is not a pass."""
+# Noisy figures whose reason the summary prints; the rest are counted (every reason is in --accel-json).
+_REASONS_SHOWN = 10
+
+
+def _abstention_lines(records: Sequence[Recorded], counts: dict[str, int], updating: bool) -> list[str]:
+    """The summary's first lines when figures could not be judged: an abstention is not a pass, so each
+    one says why (the rule that abstained and its figures), the first ``_REASONS_SHOWN`` of them."""
     noisy, total = counts.get("noisy", 0), sum(counts.values())
     if not noisy or updating:
         return []
     judged = total - noisy - counts.get("new", 0)
-    return [
+    lines = [
         f"accel: NOT JUDGED: {noisy} of {total} figures (noisy): a slowdown there would have passed unseen; "
-        f"{judged} judged. Each reason says why; --accel-strict fails them"
+        f"{judged} judged; --accel-strict fails them. Why:"
     ]
+    unjudged = [
+        r
+        for r in records
+        if r.verdict is not None and not r.measurement.disabled and r.verdict.time.outcome is Outcome.NOISY
+    ]
+    lines += [
+        f"accel:   {display_name(r.test, r.measurement.name)}: {r.verdict.time.reason}"
+        for r in unjudged[:_REASONS_SHOWN]
+        if r.verdict is not None
+    ]
+    if len(unjudged) > _REASONS_SHOWN:
+        lines.append(f"accel:   and {len(unjudged) - _REASONS_SHOWN} more (every reason is in --accel-json)")
+    return lines
 
 
 # The slowdown the summary counts verdicts against: what a kernel developer wants to see.
