@@ -51,7 +51,10 @@ _MARKER_STRUCTURE = "structure"
 MARKER_SETTINGS = (*_MARKER_MEASURE, *_MARKER_POLICY, _MARKER_STRUCTURE)
 _MARKER_INTEGERS = ("min_rounds",)  # the others are numbers (seconds, fractions)
 # The verdict thresholds among the settings: they make the run's VerdictPolicy.
-_POLICY_FIELDS = ("tolerance", "memory_tolerance", "noisy_spread_floor", "state_noise_floor", "foreign_cpu_margin")
+_POLICY_FIELDS = (
+    "tolerance", "memory_tolerance", "noisy_spread_floor", "probe_drift_limit", "state_noise_floor",
+    "foreign_cpu_margin",
+)  # fmt: skip
 
 Reader = Callable[[Any], Any]  # an option's text -> its value; ValueError quoting the text says what is wrong
 
@@ -79,6 +82,13 @@ def parse_output_folder(text: str) -> Path:
 
 def _positive(text: Any) -> float:
     return number_text(text)
+
+
+def _above_one(text: Any) -> float:
+    value = number_text(text)
+    if value <= 1:
+        raise ValueError(f"{text!r} must be greater than 1")
+    return value
 
 
 def _integer(minimum: int) -> Reader:
@@ -347,6 +357,11 @@ class AccelOptions:
         "accel_noisy_spread_floor", "0.25", _positive,
         "a run whose rounds spread more than this (IQR/median, and 3x the baseline's) is too unsteady to judge: "
         "noisy (fraction, default 0.25)",
+    ))  # fmt: skip
+    probe_drift_limit: float = field(metadata=_ini(
+        "accel_probe_drift_limit", "2.0", _above_one,
+        "a run whose reference kernel runs this many times faster or slower than at the baseline's recording is "
+        "in another machine state: noisy (default 2.0)",
     ))  # fmt: skip
     state_noise_floor: float = field(metadata=_ini(
         "accel_state_noise_floor", "0.10", _positive,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["FAST_OPTIONS", "PERF_TEST", "STEADINESS_UNJUDGED"]
+__all__ = ["FAST_OPTIONS", "PERF_TEST", "SPREAD_UNJUDGED", "STEADINESS_UNJUDGED"]
 
 # A perf test file for pytester runs: a tiny matmul, measured with small budgets.
 PERF_TEST = """
@@ -18,7 +18,10 @@ def test_matmul(throughput, accel_device):
 FAST_OPTIONS = ("--accel-measure-seconds", "0.05", "-p", "no:cacheprovider")
 
 # For tests of what follows a verdict (a slowdown's message, the confirmations, the operator diff),
-# not of the spread rule (tests/test_verdict.py checks it): with 0.05 s budgets a burst of the shared
-# CI VM now and then spread a run's rounds past the 25% floor, and a planted 3x slowdown read "noisy:
-# the machine is too unsteady to judge" (twice in 3 full runs on 2026-12-01).
-STEADINESS_UNJUDGED = ("-o", "accel_noisy_spread_floor=100")
+# not of the machine-steadiness rules (tests/test_verdict.py checks them). With 0.05 s budgets on the
+# shared 2-core VM a burst now and then spread a run's rounds past the 25% floor, and a planted 3x
+# slowdown read "noisy: too unsteady" (twice in 3 full runs on 2026-12-01); between a recording and
+# the next run the reference kernel (a 128x128 matmul) went from 57 us to 214 us (2026-12-02), past
+# the 2x drift limit. The normalised comparison still holds there: the probe moved with the workload.
+SPREAD_UNJUDGED = ("-o", "accel_noisy_spread_floor=100")
+STEADINESS_UNJUDGED = (*SPREAD_UNJUDGED, "-o", "accel_probe_drift_limit=1000")

@@ -25,8 +25,8 @@ def test_a_child_gets_every_setting_that_decides_a_figure_or_a_verdict() -> None
     child = {s.ini for s in SETTINGS.values() if s.child}
     assert child == {
         "accel_measure_seconds", "accel_warmup_max_seconds", "accel_min_rounds", "accel_tolerance",
-        "accel_memory_tolerance", "accel_noisy_spread_floor", "accel_state_noise_floor", "accel_foreign_cpu_margin",
-        "accel_confirmations",
+        "accel_memory_tolerance", "accel_noisy_spread_floor", "accel_probe_drift_limit", "accel_state_noise_floor",
+        "accel_foreign_cpu_margin", "accel_confirmations",
         "accel_host_allocator",
     }  # fmt: skip
 
@@ -40,6 +40,7 @@ def test_a_child_gets_every_setting_that_decides_a_figure_or_a_verdict() -> None
         ("min_rounds", "0", "'0' must be at least 1"),
         ("min_rounds", "1.5", "'1.5' is not an integer"),
         ("confirmations", "-1", "'-1' must be at least 0"),
+        ("probe_drift_limit", "1", "'1' must be greater than 1"),
         ("fresh_confirmation", " Maybe", "'maybe'; use true or false"),
         ("device", "tpu", "'tpu'; choose one of auto, cpu, cuda, hpu"),
         ("structure", "sometimes", "'sometimes'; choose one of fail, warn, off"),
