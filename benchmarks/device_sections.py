@@ -418,7 +418,7 @@ def _forced_throttle(device: Any, read: Callable[[], float] | None) -> dict[str,
     halved from the THROTTLE_FORCED_AFTER-th round on for two readings: those rounds must be retaken."""
     import torch
 
-    from pytest_accel.engine.measure import MeasureConfig, TimingMode, measure
+    from pytest_accel.engine.sampling import MeasureConfig, TimingMode, measure
 
     clock = read or (lambda: 1000.0)
     readings = [0]

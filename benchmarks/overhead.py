@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 
 from pytest_accel.engine.devices.cpu import CpuDevice
-from pytest_accel.engine.measure import MeasureConfig, measure
+from pytest_accel.engine.sampling import MeasureConfig, measure
 
 CALLS = 20_000
 REPEATS = 7

@@ -78,7 +78,7 @@ def one_process() -> None:
     """Print the state medians ``measure()`` records for a 128^2 matmul, at the 1 s and 0.05 s budgets."""
     from pytest_accel.engine.devices.cpu import CpuDevice
     from pytest_accel.engine.machine import state_probes
-    from pytest_accel.engine.measure import MeasureConfig, measure
+    from pytest_accel.engine.sampling import MeasureConfig, measure
 
     torch.set_num_threads(1)
     device, a = CpuDevice(1), torch.randn(128, 128)

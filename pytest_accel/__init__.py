@@ -8,7 +8,7 @@ Importing this package does not import torch.
 from __future__ import annotations
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.engine.measure import MeasureConfig, MeasurementError, measure
+from pytest_accel.engine.sampling import MeasureConfig, MeasurementError, measure
 
 __all__ = ["MeasureConfig", "Measurement", "MeasurementError", "measure"]
 __version__ = "0.1.0"

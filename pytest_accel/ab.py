@@ -46,7 +46,7 @@ from pytest_accel.absides import (
     worktree,
 )
 from pytest_accel.core.measurement import Measurement, display_name
-from pytest_accel.core.operators import absent_line, explain
+from pytest_accel.core.operator_table import absent_line, explain
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_rate, format_seconds
 from pytest_accel.judgement.paired import PairedOutcome, PairedVerdict, SequentialPlan, judge_pairs

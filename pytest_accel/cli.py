@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pytest_accel.ab import ABError, ABSettings, run_ab
 from pytest_accel.core.measurement import display_name
-from pytest_accel.core.operators import explain
+from pytest_accel.core.operator_table import explain
 from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.core.validation import number_text
 from pytest_accel.engine.provenance import git_commit

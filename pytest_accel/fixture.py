@@ -23,7 +23,7 @@ import pytest
 
 from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.core.measurement import EAGER, GRAPH, TIMINGS, UNPROBED, Measurement
-from pytest_accel.core.operators import absent_line, explain
+from pytest_accel.core.operator_table import absent_line, explain
 from pytest_accel.core.structure import Structure
 from pytest_accel.core.units import format_bytes, format_seconds
 from pytest_accel.engine.devices.base import (
@@ -35,8 +35,8 @@ from pytest_accel.engine.devices.base import (
     RegionTimer,
 )
 from pytest_accel.engine.machine import FRESH_FAULT_PROBE, HostShare, state_probe_bytes, state_probes
-from pytest_accel.engine.measure import MeasureConfig, MeasurementError, TimingMode, check_finite, measure
-from pytest_accel.engine.operators import TraceError, profile_operators
+from pytest_accel.engine.profiling import TraceError, profile_operators
+from pytest_accel.engine.sampling import MeasureConfig, MeasurementError, TimingMode, check_finite, measure
 from pytest_accel.engine.structure import CompileWatch, take_structure
 from pytest_accel.judgement.gate import RECORD_HINT, GateResult
 from pytest_accel.judgement.structures import CHANGED, UNCHANGED, StructureVerdict
@@ -62,7 +62,7 @@ Record = Callable[[Measurement, VerdictRecord | None], Measurement]
 @final
 @dataclass(frozen=True)
 class OperatorPlan:
-    """When a test's operator tables are taken (engine/operators.py), beyond a confirmed regression's."""
+    """When a test's operator tables are taken (engine/profiling.py), beyond a confirmed regression's."""
 
     update: bool = False  # --accel-update: the table goes into the baseline entry
     always: bool = False  # --accel-operators=always: every measurement's table goes into the results

@@ -21,7 +21,7 @@ import pytest
 from pytest_accel.core.validation import integer_text, number_text
 from pytest_accel.engine.devices import DEVICE_CHOICES
 from pytest_accel.engine.devices.hostalloc import HOST_ALLOCATOR_MODES
-from pytest_accel.engine.measure import MeasureConfig
+from pytest_accel.engine.sampling import MeasureConfig
 from pytest_accel.judgement.confirm import ChildSettings
 from pytest_accel.judgement.gate import GateMode
 from pytest_accel.judgement.structures import STRUCTURE_POLICIES
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 PROFILE_CHOICES = ("smoke", "full")
-# When an operator table is taken (core/operators.py): auto = at --accel-update and on a confirmed
+# When an operator table is taken (core/operator_table.py): auto = at --accel-update and on a confirmed
 # regression; always = for every measurement too (what `pytest-accel ab` diffs); off = never.
 OPERATOR_CHOICES = ("auto", "always", "off")
 # @pytest.mark.perf(...) keywords: measurement settings, then verdict thresholds.

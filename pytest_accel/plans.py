@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_accel.engine.operators import trace_path
+from pytest_accel.engine.profiling import trace_path
 from pytest_accel.fixture import OperatorPlan, StructurePlan
 from pytest_accel.judgement.confirm import in_fresh_process
 from pytest_accel.judgement.structures import StructureGate

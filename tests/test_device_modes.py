@@ -20,7 +20,7 @@ from pytest_accel.engine.devices.base import CacheFlush, ModeUnavailable
 from pytest_accel.engine.devices.cpu import CpuDevice, cpu_identity, last_level_cache_bytes
 from pytest_accel.engine.devices.cuda import CudaDevice
 from pytest_accel.engine.devices.hpu import HpuDevice
-from pytest_accel.engine.measure import MeasureConfig
+from pytest_accel.engine.sampling import MeasureConfig
 from pytest_accel.fixture import Throughput
 from pytest_accel.judgement.gate import GateResult
 from pytest_accel.judgement.verdict import Outcome, Verdict

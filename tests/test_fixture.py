@@ -12,7 +12,7 @@ import torch
 
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.engine.devices.cpu import CpuDevice
-from pytest_accel.engine.measure import MeasureConfig
+from pytest_accel.engine.sampling import MeasureConfig
 from pytest_accel.fixture import OperatorPlan, Throughput
 from pytest_accel.judgement.gate import GateResult
 from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
@@ -248,8 +248,8 @@ def test_tables_are_taken_after_the_rounds_at_update_only_when_asked() -> None:
 
 
 def test_a_trace_that_cannot_be_written_keeps_the_diff(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_accel.core.operators import OperatorProfile
-    from pytest_accel.engine.operators import TraceError
+    from pytest_accel.core.operator_table import OperatorProfile
+    from pytest_accel.engine.profiling import TraceError
 
     table = OperatorProfile.from_events("cpu", 1, [("aten::mm", 1, 10.0, None)])
 

@@ -20,8 +20,8 @@ from pytest_accel.core.measurement import (
     throttle_problem,
 )
 from pytest_accel.engine.devices.cpu import HostTimer
-from pytest_accel.engine.measure import MeasureConfig, measure
 from pytest_accel.engine.modes import COLD_CALLS_PER_ROUND, RECOVERY_WAIT_SECONDS, ThrottleWatch, TimingMode
+from pytest_accel.engine.sampling import MeasureConfig, measure
 from pytest_accel.judgement.gate import run_gate
 from pytest_accel.judgement.verdict import Outcome, VerdictPolicy
 

@@ -15,10 +15,10 @@ from support import FAST_OPTIONS, STEADINESS_UNJUDGED
 
 from pytest_accel.cli import main
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.operators import STORED_OPERATORS, OperatorProfile, OperatorRow, explain
+from pytest_accel.core.operator_table import STORED_OPERATORS, OperatorProfile, OperatorRow, explain
 from pytest_accel.core.validation import Invalid
 from pytest_accel.engine.devices import make_device
-from pytest_accel.engine.operators import profile_calls, profile_operators, trace_path
+from pytest_accel.engine.profiling import profile_calls, profile_operators, trace_path
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
 
@@ -374,12 +374,12 @@ def test_a_device_whose_profiler_activity_is_missing_is_named(monkeypatch: pytes
     """A torch whose profiler has no HPU activity: the profile's error names it, and the verdict stands."""
     from torch.profiler import ProfilerActivity
 
-    from pytest_accel.engine import operators
+    from pytest_accel.engine import profiling
     from pytest_accel.engine.devices.hpu import HpuDevice
 
     install_fake_habana(monkeypatch)
     monkeypatch.delattr(ProfilerActivity, "HPU", raising=False)
-    with pytest.raises(operators.OperatorProfileError, match=r"no torch.profiler.ProfilerActivity.HPU.*Habana"):
+    with pytest.raises(profiling.OperatorProfileError, match=r"no torch.profiler.ProfilerActivity.HPU.*Habana"):
         profile_operators(lambda: None, HpuDevice(), 0.01)
 
 

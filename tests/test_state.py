@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_measure import FakeClock, constant, workload
+from test_sampling import FakeClock, constant, workload
 
 from pytest_accel.core.measurement import FAULT_SHARE, Measurement
-from pytest_accel.engine import measure as measure_module
+from pytest_accel.engine import sampling as measure_module
 from pytest_accel.engine.devices.cpu import HostTimer, cpu_identity
-from pytest_accel.engine.measure import STATE_EVERY, MeasureConfig, measure
+from pytest_accel.engine.sampling import STATE_EVERY, MeasureConfig, measure
 from pytest_accel.judgement import gate as gate_module
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, state_history
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict

@@ -239,7 +239,7 @@ def test_a_record_equal_to_the_stored_one_takes_one_block_and_a_change_two() -> 
 def test_raw_event_counts_match_the_profilers_averages() -> None:
     """The fast count reads what key_averages() counts, except that an operator calling itself (``sum``
     calls its ``dim`` overload) is two calls, where the averages fold the inner one into the outer."""
-    from pytest_accel.engine.operators import event_counts, profiled
+    from pytest_accel.engine.profiling import event_counts, profiled
 
     device, lin, x = make_device("cpu"), torch.nn.Linear(8, 8), torch.randn(4, 8)
     prof = profiled(lambda: torch.relu(lin(x)).sum(), device, 3, device.profiler_activities())

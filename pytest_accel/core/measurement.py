@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, final
 
-from pytest_accel.core.operators import OperatorProfile
+from pytest_accel.core.operator_table import OperatorProfile
 from pytest_accel.core.stats import median, relative_spread
 
 __all__ = [
@@ -99,7 +99,7 @@ class Measurement:
     state: Mapping[str, float] = field(default_factory=dict)
     name: str = DEFAULT_METRIC  # metric name, for tests that take several measurements
     extra: Mapping[str, Any] = field(default_factory=dict)  # free-form context from the test
-    # The workload's top operators per call (core/operators.py), when a profile was taken: at
+    # The workload's top operators per call (core/operator_table.py), when a profile was taken: at
     # --accel-update, on a confirmed regression, or with --accel-operators=always
     operators: OperatorProfile | None = None
     timing: str = EAGER  # EAGER or GRAPH: how the rounds were timed

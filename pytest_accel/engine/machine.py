@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import final
 
 from pytest_accel.engine.devices.base import Device
-from pytest_accel.engine.measure import MeasureConfig, measure
+from pytest_accel.engine.sampling import MeasureConfig, measure
 
 __all__ = [
     "FRESH_FAULT_PROBE",

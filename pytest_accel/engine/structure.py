@@ -28,7 +28,7 @@ from typing import Any, final
 
 from pytest_accel.core.structure import Structure, changes, stable_counts
 from pytest_accel.engine.devices.base import Device
-from pytest_accel.engine.operators import PROFILER_OWN, event_counts, profiled
+from pytest_accel.engine.profiling import PROFILER_OWN, event_counts, profiled
 
 __all__ = ["BLOCK_SECONDS", "CompileWatch", "StructureError", "block_calls", "structure_key", "take_structure"]
 

@@ -35,7 +35,7 @@ from pytest_accel.core.measurement import (
     Measurement,
     compared_samples,
 )
-from pytest_accel.core.operators import OperatorProfile
+from pytest_accel.core.operator_table import OperatorProfile
 from pytest_accel.core.stats import median
 from pytest_accel.core.validation import Invalid as _Invalid
 from pytest_accel.core.validation import byte_count as _byte_count
@@ -178,7 +178,7 @@ class BaselineEntry:
     # The machine's state (probe name -> median seconds per call) of each of the last recordings,
     # oldest first: the states the baseline covers (see Measurement.state and the verdict's rule 2).
     run_states: tuple[Mapping[str, float], ...] = field(default=(), hash=False)
-    # The latest recording's top operators per call (core/operators.py); None in entries recorded
+    # The latest recording's top operators per call (core/operator_table.py); None in entries recorded
     # before pytest-accel took them, or with --accel-operators=off: a regression then has no diff.
     operators: OperatorProfile | None = field(default=None, hash=False)
     # Each calibration run beside the standard neighbour (--accel-calibrate), oldest first: its

@@ -230,7 +230,7 @@ def _optional_number(value: object, where: str) -> float | None:
 @dataclass(frozen=True)
 class VerdictRecord:
     """One measurement's verdict as reports see it: time, memory (when known), re-measurements taken,
-    for a confirmed regression the lines that say which operators changed (core/operators.py), and
+    for a confirmed regression the lines that say which operators changed (core/operator_table.py), and
     the structural verdict (judgement/structures.py) when a record was taken."""
 
     time: Verdict

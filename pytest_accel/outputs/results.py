@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, final
 
 from pytest_accel.core.measurement import COLD, DEFAULT_METRIC, EAGER, TIMINGS, WARM, Measurement, display_name
-from pytest_accel.core.operators import OperatorProfile
+from pytest_accel.core.operator_table import OperatorProfile
 from pytest_accel.core.validation import (
     Invalid,
     at_least_zero,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_accel.core.measurement import DEFAULT_METRIC
-from pytest_accel.core.operators import OperatorProfile
+from pytest_accel.core.operator_table import OperatorProfile
 from pytest_accel.engine.devices.base import Device, DeviceUnavailable
 
 __all__ = [

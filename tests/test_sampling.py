@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_accel.engine.devices.cpu import HostTimer
-from pytest_accel.engine.measure import MeasureConfig, MeasurementError, check_finite, measure
+from pytest_accel.engine.sampling import MeasureConfig, MeasurementError, check_finite, measure
 
 
 class FakeClock:

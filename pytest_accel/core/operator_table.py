@@ -1,7 +1,7 @@
 """Operator tables of a workload and the diff of two of them: why a confirmed regression got slower.
 
 A table lists, per call of the workload, each operator's calls and self time on the host and (where
-the profiler sees the device) on the device, from ``torch.profiler`` (engine/operators.py takes it).
+the profiler sees the device) on the device, from ``torch.profiler`` (engine/profiling.py takes it).
 Stored in a baseline entry it is cut to the top operators; the table taken on a regression is
 complete, so the diff can say "gone" with certainty, and "new" wherever the baseline's table was.
 
