@@ -176,7 +176,20 @@ def test_the_summary_opens_with_what_could_not_be_judged() -> None:
     lines = verdict_summary(records, "cpu-k/smoke", updating=False)
     assert lines[0].startswith("accel: NOT JUDGED: 2 of 4 figures (noisy): a slowdown there would have passed")
     assert "1 judged" in lines[0]
+    assert lines[1:3] == ["accel:   t::a: why", "accel:   t::a: why"]  # each abstention says why
     assert not verdict_summary(records[2:], "cpu-k/smoke", updating=False)[0].startswith("accel: NOT JUDGED")
+
+
+def test_the_summary_names_ten_abstentions_and_counts_the_rest() -> None:
+    records = [
+        Recorded(
+            f"t::k{i}", "passed", Measurement("x", 1.0, (0.1,)), VerdictRecord(Verdict(Outcome.NOISY, "time", "y"))
+        )
+        for i in range(13)
+    ]
+    lines = verdict_summary(records, "cpu-k/smoke", updating=False)
+    assert lines[1] == "accel:   t::k0: y" and lines[10] == "accel:   t::k9: y"
+    assert lines[11] == "accel:   and 3 more (every reason is in --accel-json)"
 
 
 KERNEL = """
