@@ -396,3 +396,15 @@ def test_provenance_changes_names_the_shown_fields_that_moved() -> None:
     base = BaselineEntry(**{**entry(0.01).__dict__, "provenance": {"torch": "2.13.0", "commit": "a", "python": "3.11"}})
     assert provenance_changes(base, {"torch": "2.14.1", "commit": "b", "python": "3.12"}) == "torch 2.13.0 -> 2.14.1"
     assert provenance_changes(base, {"torch": "2.13.0"}) == ""
+
+
+def test_a_regression_against_one_recording_says_its_spread_between_processes_was_assumed() -> None:
+    slower = observation(0.013, 0.01, seed=6)
+    once = Observation(noisy(0.01, 0.01), [1e-3] * 30, run_medians=(10.0,))
+    verdict = judge_time(slower, once, POLICY)
+    assert verdict.outcome is Outcome.REGRESSED, verdict.reason
+    assert "the baseline has one recording, so the spread between processes is assumed (2%)" in verdict.reason
+    twice = Observation(noisy(0.01, 0.01), [1e-3] * 30, run_medians=(10.0, 10.1))
+    assert "assumed" not in judge_time(slower, twice, POLICY).reason
+    pooled = Observation(noisy(0.01, 0.01), [1e-3] * 30, run_medians=(10.0,), pooled_spread=(0.03, 4.0))
+    assert "assumed" not in judge_time(slower, pooled, POLICY).reason  # the file's other entries measured it
