@@ -23,6 +23,17 @@ except ImportError:
     pass
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The plugin's tests measure kernels for real inside their pytester runs: two xdist workers time
+    beside each other: with ``-n 2`` comparing a run against one with 3x longer naps exited 0, not 1."""
+    workers = getattr(config.option, "numprocesses", None)
+    if workers not in (None, 0) and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(
+            f"the plugin's own tests measure for real and must not share the CPU with each other: -n {workers} "
+            "is refused; run them without -n (the fast set takes about 3 minutes on 2 cores)"
+        )
+
+
 @pytest.fixture
 def perf_pytester(pytester: pytest.Pytester) -> pytest.Pytester:
     """A pytester with fast measurement settings in its ini."""
