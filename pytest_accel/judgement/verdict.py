@@ -482,7 +482,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
                 normalized=normalized,
             )
         shift = state_shift(current.state, _covered_states(current, baseline, policy), policy.state_noise_floor)
-    ratio, half_width = _ratio_interval(now, then, runs, policy, baseline.pooled_spread if runs else None)
+    pooled = baseline.pooled_spread if runs else None
+    ratio, half_width = _ratio_interval(now, then, runs, policy, pooled)
     limit = policy.state_shift_limit if policy.state_shift_limit is not None else math.log1p(policy.tolerance)
     beyond_state = ""
     if ratio > 1 + policy.tolerance and shift.slower > limit:
@@ -516,7 +517,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
         outcome, text = (
             Outcome.REGRESSED,
             f"{band}, beyond the {policy.tolerance:.0%} tolerance{unsteady}{beyond_state}{beyond_neighbour}"
-            f"{_assumed_spread(runs, baseline.pooled_spread, policy)}",
+            f"{_assumed_spread(runs, pooled, policy)}",
         )
     elif ratio < 1 / (1 + policy.tolerance) and high < 1:
         outcome, text = Outcome.IMPROVED, f"{band}: faster than the baseline; refresh it with --accel-update"
