@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.outputs.results import Recorded, results_document
+from pytest_accel.judgement.results import Recorded, results_document
 
 
 def document(entries: int, seed: int, slower: float) -> dict[str, object]:

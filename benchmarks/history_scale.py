@@ -31,9 +31,9 @@ from pathlib import Path
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.stats import mann_whitney_p
 from pytest_accel.judgement.changepoints import DETECTORS
+from pytest_accel.judgement.results import Recorded, results_document
 from pytest_accel.outputs.history_index import HistoryIndex
 from pytest_accel.outputs.history_store import Figure, Night, read_folder
-from pytest_accel.outputs.results import Recorded, results_document
 
 MEASUREMENTS = 50  # figures per night: the full profile's suite has about 50
 ROUNDS = 20  # timed rounds per figure (the suite's minimum is 10; most take 20-40)

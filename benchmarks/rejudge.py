@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pytest_accel.judgement.baselines import BaselineStore
 from pytest_accel.judgement.gate import _observation
+from pytest_accel.judgement.results import load_results
 from pytest_accel.judgement.verdict import Outcome, VerdictPolicy, judge_time, pooled_run_spread
-from pytest_accel.outputs.results import load_results
 
 
 def main(root: Path, results: list[Path]) -> None:

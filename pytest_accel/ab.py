@@ -50,9 +50,9 @@ from pytest_accel.core.operator_table import absent_line, explain
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_rate, format_seconds
 from pytest_accel.judgement.paired import PairedOutcome, PairedVerdict, SequentialPlan, judge_pairs
+from pytest_accel.judgement.results import Recorded, results_document
 from pytest_accel.judgement.verdict import Observation, Outcome, Verdict, VerdictPolicy, judge_memory
 from pytest_accel.outputs.pages import markdown_table
-from pytest_accel.outputs.results import Recorded, results_document
 
 __all__ = ["ABError", "ABSettings", "run_ab"]
 

@@ -23,7 +23,7 @@ from typing import final
 
 from pytest_accel.engine.children import kill_group, run_child
 from pytest_accel.engine.machine import PEAK_FILE_ENV
-from pytest_accel.outputs.results import ResultFile, ResultsError, load_results
+from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
 
 __all__ = [
     "EXIT_INCONCLUSIVE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REGRESSED", "EXIT_USAGE", "LOG_TAIL_LINES",

@@ -28,6 +28,7 @@ from pytest_accel.engine.provenance import git_commit
 from pytest_accel.judgement.baselines import BaselineError, BaselineStore
 from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, DETECTORS
 from pytest_accel.judgement.paired import SequentialPlan
+from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
 from pytest_accel.judgement.verdict import Observation, Outcome, VerdictPolicy, judge_time
 from pytest_accel.outputs.exports import bencher_metrics, github_action_benchmark
 from pytest_accel.outputs.history_index import HistoryIndex, HistoryIndexError
@@ -52,7 +53,6 @@ from pytest_accel.outputs.pages import (
     pivot_rows,
 )
 from pytest_accel.outputs.plots import plot_png
-from pytest_accel.outputs.results import ResultFile, ResultsError, load_results
 
 __all__ = ["main"]
 

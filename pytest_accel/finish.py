@@ -22,10 +22,10 @@ from pytest_accel.engine.provenance import run_provenance
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
 from pytest_accel.judgement.calibrate import calibrate_entries
 from pytest_accel.judgement.recording import recorded_entries
+from pytest_accel.judgement.results import Recorded, results_document
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.options import AccelOptions
 from pytest_accel.outputs.pages import run_summary_markdown
-from pytest_accel.outputs.results import Recorded, results_document
 from pytest_accel.outputs.terminal import measurement_table, verdict_summary
 
 __all__ = ["RunFigures", "RunFiles", "summary_lines"]

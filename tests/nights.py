@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.outputs.results import Recorded, results_document
+from pytest_accel.judgement.results import Recorded, results_document
 
 __all__ = ["FIRST_NIGHT", "commit_of", "date_of", "night_document", "write_night"]
 

@@ -244,7 +244,7 @@ def test_baselines_show_reads_the_root_it_is_given(
 
 def _result_file(tmp_path: Path) -> Path:
     from pytest_accel.core.measurement import Measurement
-    from pytest_accel.outputs.results import Recorded, results_document
+    from pytest_accel.judgement.results import Recorded, results_document
 
     document = results_document(
         [Recorded("t.py::test_a", "passed", Measurement("images", 2.0, (0.01, 0.012)), None)],

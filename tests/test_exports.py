@@ -15,8 +15,8 @@ from nights import night_document, write_night
 
 from pytest_accel.cli import main
 from pytest_accel.core.measurement import Measurement
+from pytest_accel.judgement.results import Recorded, ResultFile, load_results, results_document
 from pytest_accel.outputs.exports import bencher_metrics, github_action_benchmark
-from pytest_accel.outputs.results import Recorded, ResultFile, load_results, results_document
 
 # github-action-benchmark, tools customBiggerIsBetter / customSmallerIsBetter (its README's "Examples",
 # and src/extract.ts: interface BenchmarkResult { name: string; value: number; range?: string;

@@ -18,9 +18,9 @@ from pytest_accel.cli import main
 from pytest_accel.core.stats import mann_whitney_p
 from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, welch_p, windowed_change_points
 from pytest_accel.judgement.history import change_points, split_p_values
+from pytest_accel.judgement.results import load_results
 from pytest_accel.outputs.history_index import INDEX_SCHEMA, HistoryIndex, HistoryIndexError
 from pytest_accel.outputs.history_store import LOCK_NAME, HistoryError, Stamp, archive, by_device, read_folder
-from pytest_accel.outputs.results import load_results
 
 STAMP = Stamp(commit="0123456789abcdef", runner="gaudi-7", run="4242-1")
 

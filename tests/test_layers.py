@@ -17,8 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pytest_accel"
 LAYERS = {
     "core": 0,  # records and pure math every layer shares: Measurement, stats, units
     "engine": 1,  # devices (the only torch / vendor imports), the measuring loop, the machine's probes
-    "judgement": 2,  # verdicts, the gate and all of confirmation, the baseline store, history
-    "outputs": 3,  # result files, terminal table, Markdown / HTML pages, plots
+    "judgement": 2,  # verdicts, the gate and all of confirmation, the baseline and result codecs, history
+    "outputs": 3,  # terminal table, Markdown / HTML pages, plots, exports, the history folder
 }
 FACE = 4  # plugin, options, session, fixture, ranks, cli: the pytest face and the command line
 PURE = ("core", "judgement", "outputs")  # no torch, no pytest: tested fast and exhaustively

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pytest_accel.core.measurement import FOREIGN_CPU, Measurement
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, calibrated
 from pytest_accel.judgement.calibrate import calibrate_entries
+from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import (
     CALIBRATED,
     Observation,
@@ -25,7 +26,6 @@ from pytest_accel.judgement.verdict import (
     judge_time,
     neighbour_bound,
 )
-from pytest_accel.outputs.results import Recorded
 from pytest_accel.outputs.terminal import verdict_summary
 
 POLICY = VerdictPolicy()

@@ -12,7 +12,7 @@ import pytest
 from pytest_accel.cli import main
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
-from pytest_accel.outputs.results import Recorded, ResultsError, load_results, results_document
+from pytest_accel.judgement.results import Recorded, ResultsError, load_results, results_document
 
 HOST = {
     "device_model": "Intel Xeon", "cpu_family": "6", "cpu_model_number": "207", "cpu_stepping": "1",

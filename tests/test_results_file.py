@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pytest_accel.cli import main
 from pytest_accel.core.measurement import COLD, TIMINGS, WARM, Measurement
-from pytest_accel.outputs.results import SECONDS_RANGE, Recorded, ResultsError, load_results, results_document
+from pytest_accel.judgement.results import SECONDS_RANGE, Recorded, ResultsError, load_results, results_document
 
 
 def document(**entry: Any) -> dict[str, Any]:
@@ -204,7 +204,7 @@ def test_an_error_names_the_line_of_its_own_entry(tmp_path: Path) -> None:
 
 def test_a_valid_file_is_read_without_locating_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Lines are located only on an error: a per-entry search from the file's start made big files quadratic."""
-    import pytest_accel.outputs.results as results
+    import pytest_accel.judgement.results as results
 
     def refuse(*args: object) -> str:
         raise AssertionError("a line was located for a valid entry")

@@ -21,6 +21,7 @@ from pytest_accel.judgement import gate as gate_module
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, state_history
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
 from pytest_accel.judgement.gate import REFUTED_LIMIT, Gate, GateMode
+from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import (
     Observation,
     Outcome,
@@ -30,7 +31,6 @@ from pytest_accel.judgement.verdict import (
     judge_time,
     state_shift,
 )
-from pytest_accel.outputs.results import Recorded
 from pytest_accel.outputs.terminal import verdict_cell, verdict_summary
 
 POLICY = VerdictPolicy()

@@ -11,17 +11,17 @@ child agrees. The child does not spawn children of its own (``FRESH_PROCESS_ENV`
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, final
+from typing import final
 
 from pytest_accel.engine.children import run_child
-from pytest_accel.judgement.verdict import Outcome, VerdictRecord
+from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
+from pytest_accel.judgement.verdict import Outcome
 
 __all__ = [
     "FRESH_PROCESS_ENV",
@@ -137,14 +137,13 @@ def confirm_in_fresh_process(
             tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
             return FreshVerdict(None, f"the confirmation process wrote no results (exit {ran.returncode}): {tail}")
         try:
-            return _verdict_for(json.loads(results.read_text()), nodeid, metric)
-        except (ValueError, TypeError, AttributeError) as error:
+            return _verdict_for(load_results(results), nodeid, metric)
+        except ResultsError as error:
             return FreshVerdict(None, f"the confirmation process wrote an unreadable result: {error}")
 
 
-def _verdict_for(document: Mapping[str, Any], nodeid: str, metric: str) -> FreshVerdict:
-    for entry in document.get("results", []):
-        if entry.get("test") == nodeid and entry.get("name") == metric and entry.get("verdict"):
-            time = VerdictRecord.from_dict(entry["verdict"]).time
-            return FreshVerdict(time.outcome, time.reason)
-    return FreshVerdict(None, f"the confirmation process measured no {metric!r} for {nodeid}")
+def _verdict_for(results: ResultFile, nodeid: str, metric: str) -> FreshVerdict:
+    verdict = results.verdicts.get((nodeid, metric))
+    if verdict is None:
+        return FreshVerdict(None, f"the confirmation process measured no {metric!r} for {nodeid}")
+    return FreshVerdict(verdict.time.outcome, verdict.time.reason)

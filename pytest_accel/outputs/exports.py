@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_accel.core.measurement import Measurement, display_name
 from pytest_accel.core.stats import quantile, relative_spread
-from pytest_accel.outputs.results import ResultFile
+from pytest_accel.judgement.results import ResultFile
 
 __all__ = ["BIGGER", "SMALLER", "bencher_metrics", "github_action_benchmark"]
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import final
 
+from pytest_accel.judgement.results import load_results
 from pytest_accel.outputs.history_store import Figure, Night, night_of, result_paths
-from pytest_accel.outputs.results import load_results
 
 __all__ = ["INDEX_SCHEMA", "HistoryIndex", "HistoryIndexError", "Refreshed"]
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import final
 
 from pytest_accel.core.stats import median
-from pytest_accel.outputs.results import ResultFile, load_results
+from pytest_accel.judgement.results import ResultFile, load_results
 
 __all__ = [
     "LOCK_NAME",

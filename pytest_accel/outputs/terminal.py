@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_accel.core.measurement import display_name, mode_note
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
+from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import Outcome, VerdictRecord
-from pytest_accel.outputs.results import Recorded
 
 __all__ = ["device_lines", "measurement_table", "verdict_cell", "verdict_summary"]
 
