@@ -397,7 +397,8 @@ class Throughput:
             timing_mode = self._timing_mode(*mode)
         except ModeUnavailable as error:
             pytest.fail(f"{name}: {error}", pytrace=False)
-        compute, others = self._probes.get("compute"), {k: v for k, v in self._probes.items() if k != "compute"}
+        compute = self._probes.get("compute")
+        others = {k: v for k, v in self._probes.items() if k != "compute"} if self._config.state_probes else {}
         try:
             result = measure(
                 fn,

@@ -342,6 +342,12 @@ class AccelOptions:
         "accel_warmup_max_seconds", "3.0", _positive,
         "upper bound on warm-up per measurement, seconds of calls after the first (which may compile)",
     ))  # fmt: skip
+    # the machine-state probes beside the rounds (off: a verdict cannot tell a state shift from a regression)
+    state_probes: bool = field(metadata=_ini(
+        "accel_state_probes", "true", _boolean,
+        "time the machine-state probes (a copy, a gather, a fresh mapping) beside the rounds, so that a verdict "
+        "can tell a machine-state shift from a regression (true/false; ab turns them off)",
+    ))  # fmt: skip
     # timed rounds at least, whatever the budget
     min_rounds: int = field(metadata=_ini(
         "accel_min_rounds", "20", _integer(1), "timed rounds per measurement at least, whatever the budget"
@@ -481,6 +487,7 @@ class AccelOptions:
             "measure_seconds": self.measure_seconds,
             "warmup_max_seconds": self.warmup_max_seconds,
             "min_rounds": self.min_rounds,
+            "state_probes": self.state_probes,
         }
         settings.update({k: v for k, v in marker.items() if k in _MARKER_MEASURE})
         try:

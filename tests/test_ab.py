@@ -94,6 +94,9 @@ def test_a_planted_slowdown_in_the_working_tree_is_regressed(repo: Path) -> None
     for side in ("base", "head"):  # one result file per side, readable by the other commands
         results = json.loads((repo / ".pytest-accel-ab" / f"{side}.json").read_text())
         assert results["results"][0]["test"] == "test_perf.py::test_work"
+        # No machine-state probes: a pair's sides share the machine's state; the reference kernel stays.
+        assert set(results["results"][0]["state"]).isdisjoint({"memory", "latency", "fresh"})
+        assert results["results"][0]["probe_samples"]
     # A pure-Python workload has no torch operator to diff: said in one line, the verdict unchanged.
     assert test["operators"] == ["operators: no diff (the head's profile has no operator table (no torch "
                                  "operation, or it failed))"]  # fmt: skip

@@ -41,6 +41,7 @@ class FakeBenchmark:
 def make(
     judge: Callable[[Measurement, Callable[[], Measurement]], GateResult] | None = None,
     benchmark: FakeBenchmark | None = None,
+    config: MeasureConfig = FAST,
     **kwargs: Any,
 ) -> tuple[Throughput, list[tuple[Measurement, VerdictRecord | None]]]:
     device = CpuDevice(threads=1)
@@ -55,7 +56,7 @@ def make(
 
     fixture = Throughput(
         device=device,
-        config=FAST,
+        config=config,
         benchmark=benchmark or FakeBenchmark(),
         timer=lambda metric: device.timer(),
         judge=judge or unchanged,
@@ -78,6 +79,16 @@ def test_a_measurement_is_judged_recorded_and_returned() -> None:
     assert all(math.isfinite(s) and s > 0 for s in m.samples)
     assert m.tflops == pytest.approx(2 * 32**3 / m.seconds_per_call / 1e12)
     assert fixture.measurements == [m]
+
+
+def test_state_probes_can_be_left_out_and_the_reference_kernel_stays() -> None:
+    """``accel_state_probes = false`` (what ab runs with): no copy, gather or fresh-mapping rounds; the
+    reference kernel's rounds, which normalise the figure, are still taken."""
+    with_probes = make()[0](work, items=1, unit="calls")
+    without = make(config=MeasureConfig(**{**FAST.__dict__, "state_probes": False}))[0](work, items=1, unit="calls")
+    assert {"compute", "memory", "latency"} <= set(with_probes.state)
+    assert "compute" in without.state and not {"memory", "latency", "fresh"} & set(without.state)
+    assert len(without.probe_samples) == len(without.samples)
 
 
 def test_the_benchmark_fixture_receives_the_rounds() -> None:

@@ -95,6 +95,11 @@ class MeasureConfig:
     max_rounds: int = 500
     # A probe round lasts half a workload round: it only needs to see the same machine state.
     probe_round_fraction: float = 0.5
+    # Whether the machine-state probes (a copy, a gather, a fresh mapping) run beside the rounds: what
+    # lets a verdict against a stored baseline tell a state shift from a regression, at about a third
+    # of a short kernel's measuring time. An A/B sitting has no use for them (both sides of a pair
+    # share the machine's state) and turns them off.
+    state_probes: bool = True
 
     def __post_init__(self) -> None:
         for name in ("warmup_window", "warmup_max_calls", "min_rounds", "max_rounds"):
