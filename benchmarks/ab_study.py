@@ -221,15 +221,20 @@ def _decided_at(document: dict[str, Any], test: dict[str, Any]) -> float | None:
 
 def live(options: argparse.Namespace) -> None:
     rows: list[dict[str, object]] = json.loads(options.out.read_text()) if options.resume else []
+    first_run: dict[tuple[object, object], int] = {}  # --resume numbers its sittings after those in --out
+    for row in rows:
+        key = (row["condition"], row["scenario"])
+        first_run[key] = max(first_run.get(key, 0), int(row["run"]) + 1)  # type: ignore[call-overload]
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         (make_pr_repo if options.tests == 8 else make_repo)(folder)
         for condition in options.conditions:
             with Beside(folder if condition == "busy" else None):
-                for index in range(options.runs):
+                for number in range(options.runs):
                     for scenario, head in (("A/A", "c0"), ("10% slower", "c1")):
                         if scenario not in options.scenarios:
                             continue
+                        index = first_run.get((condition, scenario), 0) + number
                         result = sitting(folder, head, options.ab_args, options.tests)
                         document = result["document"]
                         for test in document["tests"]:  # type: ignore[index]
