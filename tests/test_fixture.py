@@ -12,7 +12,7 @@ import torch
 
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.engine.devices.cpu import CpuDevice
-from pytest_accel.engine.sampling import MeasureConfig
+from pytest_accel.engine.sampling import STATE_EVERY, MeasureConfig
 from pytest_accel.fixture import OperatorPlan, Throughput
 from pytest_accel.judgement.gate import GateResult
 from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
@@ -84,8 +84,9 @@ def test_a_measurement_is_judged_recorded_and_returned() -> None:
 def test_state_probes_can_be_left_out_and_the_reference_kernel_stays() -> None:
     """``accel_state_probes = false`` (what ab runs with): no copy, gather or fresh-mapping rounds; the
     reference kernel's rounds, which normalise the figure, are still taken."""
-    with_probes = make()[0](work, items=1, unit="calls")
-    without = make(config=MeasureConfig(**{**FAST.__dict__, "state_probes": False}))[0](work, items=1, unit="calls")
+    rounds = {**FAST.__dict__, "min_rounds": 2 * STATE_EVERY}  # the state probes run after every STATE_EVERY-th
+    with_probes = make(config=MeasureConfig(**rounds))[0](work, items=1, unit="calls")
+    without = make(config=MeasureConfig(**{**rounds, "state_probes": False}))[0](work, items=1, unit="calls")
     assert {"compute", "memory", "latency"} <= set(with_probes.state)
     assert "compute" in without.state and not {"memory", "latency", "fresh"} & set(without.state)
     assert len(without.probe_samples) == len(without.samples)
