@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +85,9 @@ def test_a_measurement_is_judged_recorded_and_returned() -> None:
 def test_state_probes_can_be_left_out_and_the_reference_kernel_stays() -> None:
     """``accel_state_probes = false`` (what ab runs with): no copy, gather or fresh-mapping rounds; the
     reference kernel's rounds, which normalise the figure, are still taken."""
-    rounds = {**FAST.__dict__, "min_rounds": 2 * STATE_EVERY}  # the state probes run after every STATE_EVERY-th
-    with_probes = make(config=MeasureConfig(**rounds))[0](work, items=1, unit="calls")
-    without = make(config=MeasureConfig(**{**rounds, "state_probes": False}))[0](work, items=1, unit="calls")
+    probed = replace(FAST, min_rounds=2 * STATE_EVERY)  # the state probes run after every STATE_EVERY-th round
+    with_probes = make(config=probed)[0](work, items=1, unit="calls")
+    without = make(config=replace(probed, state_probes=False))[0](work, items=1, unit="calls")
     assert {"compute", "memory", "latency"} <= set(with_probes.state)
     assert "compute" in without.state and not {"memory", "latency", "fresh"} & set(without.state)
     assert len(without.probe_samples) == len(without.samples)
