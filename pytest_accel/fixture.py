@@ -397,8 +397,7 @@ class Throughput:
             timing_mode = self._timing_mode(*mode)
         except ModeUnavailable as error:
             pytest.fail(f"{name}: {error}", pytrace=False)
-        compute = self._probes.get("compute")
-        others = {k: v for k, v in self._probes.items() if k != "compute"} if self._config.state_probes else {}
+        compute, others = self._probes.get("compute"), {k: v for k, v in self._probes.items() if k != "compute"}
         try:
             result = measure(
                 fn,

@@ -242,7 +242,7 @@ def measure(
         estimate = _sustained_estimate(fn, timer, mark_step, config)
     calls_per_round, rounds = _rounds(estimate, config, _flush_seconds(mode, timer, mark_step))
     probe_calls = _probe_calls(probe, timer, mark_step, config) if probe is not None else 0
-    state = _StateProbes(state_probes or {}, timer, mark_step, config)
+    state = _StateProbes((state_probes or {}) if config.state_probes else {}, timer, mark_step, config)
     if host_share is not None:
         host_share.start()
     probe_samples: list[float] = []
@@ -260,7 +260,7 @@ def measure(
     )
     probe_samples = probe_samples or interleaved
     machine = state.medians(probe_samples)
-    if fault_probe is not None and faults is not None and not pipelined:
+    if config.state_probes and fault_probe is not None and faults is not None and not pipelined:
         machine.update(_fault_share(fault_probe, machine, faults / (rounds * calls_per_round), median(samples)))
     if (foreign := host_share.stop() if host_share is not None else None) is not None:
         machine[FOREIGN_CPU] = foreign
