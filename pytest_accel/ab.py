@@ -18,13 +18,12 @@ killed on every way out.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import re
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
@@ -50,9 +49,10 @@ from pytest_accel.core.operator_table import absent_line, explain
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_rate, format_seconds
 from pytest_accel.judgement.paired import PairedOutcome, PairedVerdict, SequentialPlan, judge_pairs
-from pytest_accel.judgement.results import Recorded, results_document
+from pytest_accel.judgement.results import merged_document, save_results
 from pytest_accel.judgement.verdict import Observation, Outcome, Verdict, VerdictPolicy, judge_memory
 from pytest_accel.outputs.pages import markdown_table
+from pytest_accel.storage.files import encode, write_atomically
 
 __all__ = ["ABError", "ABSettings", "run_ab"]
 
@@ -421,28 +421,6 @@ def table(sitting: Sitting) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def _merged(runs: Sequence[ProcessRun]) -> dict[str, Any] | None:
-    """One result file for a side: each test's rounds from every process, in run order."""
-    files = [run.results for run in runs if run.results is not None]
-    if not files:
-        return None
-    merged: dict[Key, Measurement] = {}
-    for results in files:
-        for key, m in results.measurements.items():
-            if key in merged:
-                first = merged[key]
-                m = replace(
-                    first, samples=first.samples + m.samples, probe_samples=first.probe_samples + m.probe_samples
-                )
-            merged[key] = m
-    kind = json.loads(files[0].path.read_text(encoding="utf-8"))["device"].get("kind", "unknown")
-    recorded = [Recorded(test, "passed", m, None) for (test, _), m in sorted(merged.items())]
-    return results_document(
-        recorded, device_kind=str(kind), device_key=files[0].device_key, provenance=files[0].provenance,
-        profile=files[0].profile, world_size=1,
-    )  # fmt: skip
-
-
 def write_outputs(sitting: Sitting, code: int) -> str:
     """The side result files, the comparison JSON and the Markdown table, in ``--out``; returns the table."""
     out, settings = sitting.settings.out, sitting.settings
@@ -477,10 +455,10 @@ def write_outputs(sitting: Sitting, code: int) -> str:
         "tests": [track.to_dict() for _, track in sorted(sitting.tracks.items())],
     }
     for name, runs in sitting.runs.items():
-        merged = _merged(runs)
+        merged = merged_document([run.results for run in runs if run.results is not None])
         if merged is not None:
-            (out / f"{name}.json").write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
-    (out / "comparison.json").write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+            save_results(out / f"{name}.json", merged)
+    write_atomically(out / "comparison.json", encode(document))
     (out / "comparison.md").write_text(text, encoding="utf-8")
     if settings.markdown is not None:
         settings.markdown.write_text(text, encoding="utf-8")

@@ -25,7 +25,7 @@ from pytest_accel.core.operator_table import explain
 from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.core.validation import number_text
 from pytest_accel.engine.provenance import git_commit
-from pytest_accel.judgement.baselines import BaselineError, BaselineStore
+from pytest_accel.judgement.baselines import BaselineStore
 from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, DETECTORS
 from pytest_accel.judgement.paired import SequentialPlan
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
@@ -53,6 +53,7 @@ from pytest_accel.outputs.pages import (
     pivot_rows,
 )
 from pytest_accel.outputs.plots import plot_png
+from pytest_accel.storage.files import StoreError
 
 __all__ = ["main"]
 
@@ -254,14 +255,14 @@ def cmd_baselines(options: argparse.Namespace) -> int:
         return subprocess.call([sys.executable, "-m", "pytest", "--accel-prune", *options.pytest_args])
     store = BaselineStore(options.root)
     if options.root.exists() and not options.root.is_dir():
-        raise BaselineError(f"{options.root}: is a file, not a baseline folder")
+        raise StoreError(f"{options.root}: is a file, not a baseline folder")
     if not options.root.is_dir():
-        raise BaselineError(f"{options.root}: no such baseline folder")
+        raise StoreError(f"{options.root}: no such baseline folder")
     code = 0
     for path in store.files():
         try:
             entries = store.load(*store.identify(path))
-        except BaselineError as error:  # name every bad file, and still show the good ones
+        except StoreError as error:  # name every bad file, and still show the good ones
             print(f"pytest-accel: {error}", file=sys.stderr)
             code = 2
             continue
@@ -475,7 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.pytest_args = passed
     try:
         return int(options.run(options))
-    except (ResultsError, BaselineError, OutputError, HistoryError, HistoryIndexError) as error:
+    except (ResultsError, StoreError, OutputError, HistoryError, HistoryIndexError) as error:
         print(f"pytest-accel: {error}", file=sys.stderr)
         return 2
     except ABError as error:

@@ -8,7 +8,6 @@ loses nothing else (the session names the failure under its table and exits 4).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -19,14 +18,15 @@ from pytest_accel.core.measurement import Measurement, display_name, throttle_pr
 from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.machine import PEAK_FILE_ENV, MeasuredPeak, datasheet_peak, peak_figures, shared_peak
 from pytest_accel.engine.provenance import run_provenance
-from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.calibrate import calibrate_entries
 from pytest_accel.judgement.recording import recorded_entries
-from pytest_accel.judgement.results import Recorded, results_document
+from pytest_accel.judgement.results import Recorded, results_document, save_results
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.options import AccelOptions
 from pytest_accel.outputs.pages import run_summary_markdown
 from pytest_accel.outputs.terminal import measurement_table, verdict_summary
+from pytest_accel.storage.files import StoreError
 
 __all__ = ["RunFigures", "RunFiles", "summary_lines"]
 
@@ -69,7 +69,7 @@ class RunFigures:
             return None
         try:
             single = self._store.load(self._device().key(), self._profile, 1).get((test, measurement.name))
-        except BaselineError:
+        except StoreError:
             return None  # reported when the one-device suite runs; not this run's concern
         if single is None:
             return None
@@ -117,7 +117,7 @@ class RunFiles:
         for what, write in self.writers():
             try:
                 write()
-            except (OSError, BaselineError) as error:
+            except (OSError, StoreError) as error:
                 why = f"{error.filename}: {error.strerror}" if isinstance(error, OSError) else str(error)
                 failed.append((what, why))
         return failed
@@ -146,7 +146,7 @@ class RunFiles:
             profile=self.options.profile,
             world_size=self.world_size,
         )
-        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        save_results(path, document)
 
     def write_calibration(self) -> None:
         """``--accel-calibrate``: each measured test's move beside the standard neighbour, into its entry."""

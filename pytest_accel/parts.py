@@ -20,12 +20,13 @@ from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
 from pytest_accel.engine.devices.base import Device, RegionTimer
 from pytest_accel.engine.distributed import Coordinator, DistributedTimer, world_from_environment
 from pytest_accel.engine.structure import structure_key
-from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process, inherited_options
 from pytest_accel.judgement.gate import Gate
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.options import AccelOptions
 from pytest_accel.ranks import RankAgreement
+from pytest_accel.storage.files import StoreError
 
 __all__ = ["RunParts"]
 
@@ -35,7 +36,7 @@ def _unreadable(what: str) -> Iterator[None]:
     """A stored file that cannot be read (corrupt, foreign) is a usage error before anything is measured."""
     try:
         yield
-    except BaselineError as error:
+    except StoreError as error:
         raise pytest.UsageError(f"cannot read {what}: {error}") from None
 
 

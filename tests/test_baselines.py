@@ -16,7 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_accel.judgement.baselines import SCHEMA_VERSION, BaselineEntry, BaselineError, BaselineStore
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
+from pytest_accel.storage.entries import SCHEMA_VERSION
+from pytest_accel.storage.files import StoreError
 
 DEVICE = "cpu-amd-epyc-2c"
 PROFILE = "smoke"
@@ -250,7 +252,7 @@ def assert_refused(store: BaselineStore, content: bytes | str | dict[str, Any], 
     path = write(store, content)
     before = path.read_bytes()
     for attempt in (lambda: store.load(DEVICE, PROFILE), lambda: store.update(DEVICE, PROFILE, 1, [entry("t::new")])):
-        with pytest.raises(BaselineError) as error:
+        with pytest.raises(StoreError) as error:
             attempt()
         for fragment in (str(path), *fragments):
             assert fragment in str(error.value)
@@ -373,9 +375,9 @@ def test_any_bytes_load_or_raise_baseline_error(store: BaselineStore, content: b
     path = write(store, content)
     try:
         store.load(DEVICE, PROFILE)
-    except BaselineError as error:
+    except StoreError as error:
         assert str(path) in str(error)
-        with pytest.raises(BaselineError):
+        with pytest.raises(StoreError):
             store.update(DEVICE, PROFILE, 1, [entry("t::new")])
         assert path.read_bytes() == content
     else:  # what loads can be merged into
@@ -454,7 +456,7 @@ def test_prune_with_nothing_stale_does_not_write(store: BaselineStore, monkeypat
 
 def test_prune_refuses_a_corrupt_file(store: BaselineStore) -> None:
     path = write(store, "{")
-    with pytest.raises(BaselineError, match="line 1, column 2"):
+    with pytest.raises(StoreError, match="line 1, column 2"):
         store.prune(DEVICE, PROFILE, 1, set())
     assert path.read_bytes() == b"{"
 

@@ -53,12 +53,12 @@ def test_an_unwritable_baseline_folder_keeps_the_table_and_names_the_file(
     perf_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """chattr +i on the device folder, as root sees it: the temporary file cannot be created."""
-    import pytest_accel.judgement.baselines as baselines
+    import pytest_accel.storage.entries as entries
 
     def refuse(path: Path, data: bytes) -> None:
         raise PermissionError(13, "Permission denied", str(path.parent / f".{path.name}.x.tmp"))
 
-    monkeypatch.setattr(baselines, "write_atomically", refuse)
+    monkeypatch.setattr(entries, "write_atomically", refuse)
     perf_pytester.makepyfile(test_small=TWO_TESTS)
     result = perf_pytester.runpytest_inprocess(
         "--device", "cpu", "--accel-update", "--accel-json", "r.json", *FAST_OPTIONS

@@ -16,12 +16,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pytest_accel"
 # Lower numbers are lower layers. A module may import its own layer or any below it.
 LAYERS = {
     "core": 0,  # records and pure math every layer shares: Measurement, stats, units
-    "engine": 1,  # devices (the only torch / vendor imports), the measuring loop, the machine's probes
-    "judgement": 2,  # verdicts, the gate and all of confirmation, the baseline and result codecs, history
-    "outputs": 3,  # terminal table, Markdown / HTML pages, plots, exports, the history folder
+    "storage": 1,  # files: strict reading, canonical writing, locks, atomic writes, the versioned entry files
+    "engine": 2,  # devices (the only torch / vendor imports), the measuring loop, the machine's probes
+    "judgement": 3,  # verdicts, the gate and all of confirmation, the baseline and result codecs, history
+    "outputs": 4,  # terminal table, Markdown / HTML pages, plots, exports, the history folder
 }
-FACE = 4  # plugin, options, session, fixture, ranks, cli: the pytest face and the command line
-PURE = ("core", "judgement", "outputs")  # no torch, no pytest: tested fast and exhaustively
+FACE = 5  # plugin, options, session, fixture, ranks, cli: the pytest face and the command line
+PURE = ("core", "storage", "judgement", "outputs")  # no torch, no pytest: tested fast and exhaustively
 
 # The face points one way too, in two stacks that never import each other: the pytest plugin (pytest
 # loads plugin, which registers session, which connects the parts) and the command line (cli -> ab).

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_accel.core.measurement import FOREIGN_CPU, Measurement
-from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, calibrated
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore, calibrated
 from pytest_accel.judgement.calibrate import calibrate_entries
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import (
@@ -27,6 +27,7 @@ from pytest_accel.judgement.verdict import (
     neighbour_bound,
 )
 from pytest_accel.outputs.terminal import verdict_summary
+from pytest_accel.storage.files import StoreError
 
 POLICY = VerdictPolicy()
 QUIET = {"compute": 1.00e-3, "memory": 3.00e-3, "latency": 1.00e-3}
@@ -162,7 +163,7 @@ def test_a_bad_calibration_in_a_baseline_file_is_refused_naming_it(tmp_path: Pat
     document = json.loads(path.read_text())
     document["entries"]["t.py::test_k"]["throughput"]["calibration"] = runs
     path.write_text(json.dumps(document))
-    with pytest.raises(BaselineError, match=r"\['calibration'\]") as raised:
+    with pytest.raises(StoreError, match=r"\['calibration'\]") as raised:
         store.load("cpu-k", "smoke")
     assert why in str(raised.value)
 

@@ -11,8 +11,9 @@ import pytest
 
 from pytest_accel.cli import main
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.results import Recorded, ResultsError, load_results, results_document
+from pytest_accel.storage.files import StoreError
 
 HOST = {
     "device_model": "Intel Xeon", "cpu_family": "6", "cpu_model_number": "207", "cpu_stepping": "1",
@@ -100,7 +101,7 @@ def store_with(tmp_path: Path, edit: Any) -> BaselineStore:
 def test_probe_samples_that_do_not_match_the_samples_are_refused(tmp_path: Path) -> None:
     three = '"probe_samples": [0.001, 0.001, 0.001]'
     store = store_with(tmp_path, lambda text: text.replace('"probe_samples": []', three))
-    with pytest.raises(BaselineError, match=r"\['probe_samples'\]: 3 probe samples for 20 samples"):
+    with pytest.raises(StoreError, match=r"\['probe_samples'\]: 3 probe samples for 20 samples"):
         store.load("cpu-k", "smoke")
     with pytest.raises(ValueError, match="3 probe samples for 20 samples"):
         BaselineEntry("t", "throughput", "calls", 1.0, (0.01,) * 20, probe_samples=(0.001,) * 3)
@@ -109,7 +110,7 @@ def test_probe_samples_that_do_not_match_the_samples_are_refused(tmp_path: Path)
 def test_a_key_written_twice_is_refused_in_baselines_and_results(tmp_path: Path) -> None:
     twice = '"device_key": "cpu-k", "device_key": "cpu-k"'
     store = store_with(tmp_path, lambda text: text.replace('"device_key": "cpu-k"', twice))
-    with pytest.raises(BaselineError, match="'device_key' appears twice"):
+    with pytest.raises(StoreError, match="'device_key' appears twice"):
         store.load("cpu-k", "smoke")
     path = result_file(tmp_path, "r.json")
     path.write_text(path.read_text().replace('"schema": 1', '"schema": 1, "schema": 1', 1))

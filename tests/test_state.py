@@ -18,7 +18,7 @@ from pytest_accel.engine import sampling as measure_module
 from pytest_accel.engine.devices.cpu import HostTimer, cpu_identity
 from pytest_accel.engine.sampling import STATE_EVERY, MeasureConfig, measure
 from pytest_accel.judgement import gate as gate_module
-from pytest_accel.judgement.baselines import BaselineEntry, BaselineError, BaselineStore, state_history
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore, state_history
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
 from pytest_accel.judgement.gate import REFUTED_LIMIT, Gate, GateMode
 from pytest_accel.judgement.results import Recorded
@@ -32,6 +32,7 @@ from pytest_accel.judgement.verdict import (
     state_shift,
 )
 from pytest_accel.outputs.terminal import verdict_cell, verdict_summary
+from pytest_accel.storage.files import StoreError
 
 POLICY = VerdictPolicy()
 QUIET = {"compute": 1e-3, "memory": 3e-3, "latency": 1e-3}
@@ -233,7 +234,7 @@ def test_run_states_round_trip_and_are_validated(tmp_path: Path) -> None:
     document = json.loads(path.read_text())
     document["entries"]["t::a"]["throughput"]["run_states"][0]["memory"] = -1
     path.write_text(json.dumps(document))
-    with pytest.raises(BaselineError, match=r"run_states'\]\[0\]\['memory'\]: expected a finite number >= 0"):
+    with pytest.raises(StoreError, match=r"run_states'\]\[0\]\['memory'\]: expected a finite number >= 0"):
         store.load("cpu-k", "smoke")
 
 

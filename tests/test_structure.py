@@ -16,7 +16,6 @@ from pytest_accel.core.structure import SYNC_OPERATORS, Structure, changes, stab
 from pytest_accel.core.validation import Invalid
 from pytest_accel.engine.devices import make_device
 from pytest_accel.engine.structure import CompileWatch, block_calls, structure_key, take_structure
-from pytest_accel.judgement.baselines import BaselineError
 from pytest_accel.judgement.structures import (
     CHANGED,
     NEW,
@@ -27,6 +26,7 @@ from pytest_accel.judgement.structures import (
     judge_structure,
 )
 from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
+from pytest_accel.storage.files import StoreError
 
 FLASH = "aten::_scaled_dot_product_flash_attention_for_cpu"
 
@@ -170,9 +170,9 @@ def test_a_corrupt_store_file_is_named_and_left_alone(tmp_path: Path) -> None:
     path = store.update("k", "smoke", 1, [("t.py::a", "throughput", record(aten__mm=1))])
     text = path.read_text().replace('"aten::mm": 1', '"aten::mm": -1')
     path.write_text(text)
-    with pytest.raises(BaselineError, match=r"smoke.json.*aten::mm"):
+    with pytest.raises(StoreError, match=r"smoke.json.*aten::mm"):
         store.load("k", "smoke")
-    with pytest.raises(BaselineError):
+    with pytest.raises(StoreError):
         store.update("k", "smoke", 1, [("t.py::b", "throughput", record(aten__add=1))])
     assert path.read_text() == text  # nothing lost, nothing overwritten
 

@@ -10,7 +10,6 @@ device and threads cancels most of that drift (docs/measurements.md has the figu
 from __future__ import annotations
 
 import contextlib
-import json
 import mmap
 import os
 import re
@@ -21,6 +20,7 @@ from typing import final
 
 from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.sampling import MeasureConfig, measure
+from pytest_accel.storage.files import StoreError, encode, read_document, write_atomically
 
 __all__ = [
     "FRESH_FAULT_PROBE",
@@ -253,20 +253,16 @@ def shared_peak(device: Device, path: Path | None) -> MeasuredPeak:
     key = device.key()
     if path is not None:
         try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
-            if stored.get("device_key") == key:
+            stored = read_document(path)
+            if isinstance(stored, dict) and stored.get("device_key") == key:
                 return MeasuredPeak(float(stored["tflops"]), float(stored["bytes_per_second"]))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (StoreError, ValueError, KeyError, TypeError):
             pass
     peak = measure_peak(device)
     if path is not None:
-        scratch = path.with_name(f".{path.name}.{os.getpid()}")
         with contextlib.suppress(OSError):  # only a cache: a later run that cannot read it measures again
-            scratch.write_text(
-                json.dumps({"device_key": key, "tflops": peak.tflops, "bytes_per_second": peak.bytes_per_second}),
-                encoding="utf-8",
-            )
-            os.replace(scratch, path)
+            document = {"device_key": key, "tflops": peak.tflops, "bytes_per_second": peak.bytes_per_second}
+            write_atomically(path, encode(document))
     return peak
 
 

@@ -1,27 +1,14 @@
-"""Baselines on disk: one JSON file per device class, profile and world size, merged atomically under a lock.
+"""Baselines: what a recorded figure holds, which one is comparable, and their files.
 
-Layout: ``<root>/<device_key>/<profile>.json`` at world size 1, ``<root>/<device_key>/<profile>-w<N>.json``
-above it. A file holds ``entries[test][metric]``; ``update`` replaces only the pairs it is given and keeps
-every other entry as it was on disk (extra keys a newer writer added included). Pure: stdlib only.
-
-Writing, in pseudo-code::
-
-    with flock(<root>/<device_key>/.<file stem>.lock):     # one writer per file, across processes
-        document = read and validate the file               # corrupt -> BaselineError, nothing written
-        document.entries[test][metric] = entry.to_json()    # for each given entry
-        write a temp file beside it, fsync, os.replace      # readers see the old or the new file, never half
+Files: ``<root>/<device_key>/<profile>.json`` at world size 1, ``<root>/<device_key>/<profile>-w<N>.json``
+above it, kept by the one entry store (storage/entries.py: header, lock, merge, atomic write).
+Pure: stdlib only.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import re
-import stat
-import tempfile
-from collections.abc import Collection, Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
@@ -39,8 +26,6 @@ from pytest_accel.core.operator_table import OperatorProfile
 from pytest_accel.core.stats import median
 from pytest_accel.core.validation import Invalid as _Invalid
 from pytest_accel.core.validation import byte_count as _byte_count
-from pytest_accel.core.validation import check_plain_json as _check_plain_json
-from pytest_accel.core.validation import decode_json
 from pytest_accel.core.validation import encodable as _encodable
 from pytest_accel.core.validation import finite as _finite
 from pytest_accel.core.validation import positive as _positive
@@ -49,43 +34,28 @@ from pytest_accel.core.validation import show as _show
 from pytest_accel.core.validation import states as _states
 from pytest_accel.core.validation import text as _text
 from pytest_accel.judgement.state import CALIBRATED
+from pytest_accel.storage.entries import EntryFiles
+from pytest_accel.storage.files import StoreError
 
 __all__ = [
     "COMPARABLE_PROVENANCE",
     "IDENTITY_PROVENANCE",
     "MAJOR_VERSION_PROVENANCE",
     "MAX_RUN_HISTORY",
-    "SCHEMA_VERSION",
     "BaselineEntry",
-    "BaselineError",
     "BaselineStore",
     "calibrated",
-    "check_header",
-    "check_name",
-    "decode_file",
-    "locked",
     "mode_provenance",
     "run_history",
     "state_history",
-    "write_atomically",
 ]
-
-# Version of the file layout. A reader refuses a higher number: a newer writer may have changed what a
-# field means, and guessing would compare against the wrong figure.
-SCHEMA_VERSION = 1
 
 # Significant digits kept of each sample on write: 1e-5 relative is far below any timing noise, and short
 # numbers keep baseline diffs reviewable.
 SAMPLE_SIGNIFICANT_DIGITS = 5
 
-# Keys of a file's top level, all required. Unknown ones are refused rather than silently dropped on update.
-_TOP_LEVEL_KEYS = ("schema", "device_key", "profile", "world_size", "entries")
 # Keys an entry must have; the others default (no probe, memory unknown, suite tolerances, no provenance).
 _REQUIRED_ENTRY_KEYS = ("unit", "items_per_call", "samples")
-# Mode of a newly created baseline file: it is meant to be committed and read by everyone.
-_NEW_FILE_MODE = 0o644
-# A profile ending like this would name the file of another profile at another world size.
-_WORLD_SIZE_SUFFIX = re.compile(r"-w\d+\Z")
 # Provenance fields that change what a figure means: a baseline that differs in one is not compared.
 # Beyond the thread count, a CPU's stepping, caches and vector ISA (a key names family and model), and
 # the host allocator's mode (engine/devices/hostalloc.py: with freed memory returned, calls pay page faults).
@@ -99,10 +69,6 @@ MAJOR_VERSION_PROVENANCE = ("cuda_driver",)
 # Recorded runs kept per baseline entry: enough for a stable spread, few enough that a baseline
 # follows slow, accepted drift (each --accel-update drops the oldest).
 MAX_RUN_HISTORY = 10
-
-
-class BaselineError(Exception):
-    """A baseline file that cannot be used; the message names the file and the problem."""
 
 
 def _tolerance(value: object, path: str) -> float | None:
@@ -270,7 +236,7 @@ class BaselineEntry:
 
     @classmethod
     def from_json(cls, test: str, metric: str, data: object, where: str) -> BaselineEntry:
-        """Validate one stored entry; ``where`` (the file) and the key path are named in any BaselineError."""
+        """Validate one stored entry; ``where`` (the file) and the key path are named in any StoreError."""
         base = f"entries[{test!r}][{metric!r}]"
         try:
             _text(test, f"entries[{test!r}] (test id)")
@@ -306,133 +272,7 @@ class BaselineEntry:
                 ),
             )
         except _Invalid as invalid:
-            raise BaselineError(f"{where}: {invalid}") from None
-
-
-def decode_file(raw: bytes, where: str) -> object:
-    """The JSON value in a file's bytes, or a BaselineError that says where the syntax broke."""
-    try:
-        return decode_json(raw, where)
-    except _Invalid as invalid:
-        raise BaselineError(str(invalid)) from None
-
-
-def check_header(document: object, where: str, device_key: str, profile: str, world_size: int) -> dict[str, Any]:
-    """The top-level object, once its schema, keys and location fields are right."""
-    if not isinstance(document, dict):
-        raise BaselineError(f"{where}: expected a JSON object at the top level, got {_show(document)}")
-    schema = document.get("schema")
-    if isinstance(schema, bool) or not isinstance(schema, int) or schema < 1:
-        found = "it is missing" if "schema" not in document else f"got {_show(schema)}"
-        raise BaselineError(f"{where}: 'schema' must be an integer >= 1 ({found})")
-    if schema > SCHEMA_VERSION:
-        raise BaselineError(
-            f"{where}: written by a newer pytest-accel (schema {schema}; this one reads schema {SCHEMA_VERSION}); "
-            "upgrade pytest-accel to use it"
-        )
-    missing = [key for key in _TOP_LEVEL_KEYS if key not in document]
-    unknown = sorted(key for key in document if key not in _TOP_LEVEL_KEYS)
-    if missing or unknown:
-        raise BaselineError(f"{where}: top-level keys: missing {missing}, unknown {unknown}")
-    for key, expected in (("device_key", device_key), ("profile", profile), ("world_size", world_size)):
-        found = document[key]
-        if type(found) is not type(expected) or found != expected:
-            raise BaselineError(f"{where}: '{key}' is {_show(found)} but the file's location says {expected!r}")
-    if not isinstance(document["entries"], dict):
-        raise BaselineError(f"{where}: 'entries': expected an object, got {_show(document['entries'])}")
-    return document
-
-
-def _read(path: Path, device_key: str, profile: str, world_size: int) -> tuple[dict[str, Any], list[BaselineEntry]]:
-    """The raw ``entries`` object of a baseline file and its validated entries; both empty if there is no file."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}, []
-    except OSError as error:  # a folder where the file should be, a file where a folder should, a link loop
-        raise BaselineError(f"{path}: cannot read: {error.strerror or error}") from None
-    where = str(path)
-    document = check_header(decode_file(raw, where), where, device_key, profile, world_size)
-    entries: dict[str, Any] = document["entries"]
-    parsed: list[BaselineEntry] = []
-    for test, metrics in entries.items():
-        if not isinstance(metrics, dict):
-            raise BaselineError(f"{where}: entries[{test!r}]: expected an object of metrics, got {_show(metrics)}")
-        parsed.extend(BaselineEntry.from_json(test, metric, data, where) for metric, data in metrics.items())
-    try:
-        _check_plain_json(entries, "entries")
-    except _Invalid as invalid:
-        raise BaselineError(f"{where}: {invalid}") from None
-    return entries, parsed
-
-
-def _serialize(device_key: str, profile: str, world_size: int, entries: Mapping[str, Any]) -> bytes:
-    """A file's bytes: sorted keys, two-space indent, a trailing newline, so equal content gives equal bytes."""
-    document = {
-        "schema": SCHEMA_VERSION,
-        "device_key": device_key,
-        "profile": profile,
-        "world_size": world_size,
-        "entries": entries,
-    }
-    text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data``: a reader (or a crash) sees the old file or the new one, never a mix."""
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _NEW_FILE_MODE
-    descriptor, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-            os.fchmod(stream.fileno(), mode)
-        os.replace(temp_name, path)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(temp_name)
-        raise
-    # Make the rename itself durable; best effort, as some file systems refuse to fsync a folder.
-    with suppress(OSError):
-        folder = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
-
-
-@contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock for ``path`` (on a sibling ``.<stem>.lock``, which is left in place)."""
-    import fcntl  # POSIX only: imported here so that reading baselines works everywhere
-
-    lock = os.open(path.parent / f".{path.stem}.lock", os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        # Every writer of this file holds this lock: a temporary file of it found now was left by a
-        # writer that was killed mid-write. Remove it, or they pile up (a large file each time).
-        for stale in path.parent.glob(f".{path.name}.*.tmp"):
-            with suppress(FileNotFoundError):
-                stale.unlink()
-        yield
-    finally:
-        os.close(lock)  # closing releases the lock
-
-
-def check_name(value: str, what: str) -> None:
-    """Refuse a name that would leave its folder, hide its file, or be ambiguous."""
-    separators = {"/", "\\", os.sep, os.altsep or "/"}
-    if (
-        not isinstance(value, str)
-        or not value
-        or value.startswith(".")
-        or ".." in value
-        or "\0" in value
-        or any(separator in value for separator in separators)
-    ):
-        raise ValueError(f"{what} {value!r} cannot name a baseline folder or file (empty, a path, or hidden)")
+            raise StoreError(f"{where}: {invalid}") from None
 
 
 def run_history(
@@ -503,85 +343,36 @@ def _continues(
 class BaselineStore:
     """The baseline files under one root folder: ``<root>/<device_key>/<profile>[-w<N>].json``."""
 
-    __slots__ = ("root",)
-    root: Path
+    __slots__ = ("_files", "root")
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._files: EntryFiles[BaselineEntry] = EntryFiles(self.root, BaselineEntry.from_json, "device key")
 
     def path_for(self, device_key: str, profile: str, world_size: int = 1) -> Path:
         """The file holding the baselines of one device class, profile and world size."""
-        check_name(device_key, "device key")
-        check_name(profile, "profile")
-        if _WORLD_SIZE_SUFFIX.search(profile):
-            raise ValueError(f"profile {profile!r} ends like a world-size suffix (-w<N>); choose another name")
-        if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-            raise ValueError(f"world size must be an integer >= 1, got {world_size!r}")
-        name = profile if world_size == 1 else f"{profile}-w{world_size}"
-        return self.root / device_key / f"{name}.json"
+        return self._files.path_for(device_key, profile, world_size)
 
     def load(self, device_key: str, profile: str, world_size: int = 1) -> dict[tuple[str, str], BaselineEntry]:
         """The entries of one file by (test, metric); empty when there is none. Never writes."""
-        path = self.path_for(device_key, profile, world_size)
-        _, entries = _read(path, device_key, profile, world_size)
-        return {(entry.test, entry.metric): entry for entry in entries}
+        return self._files.load(device_key, profile, world_size)
 
     def update(self, device_key: str, profile: str, world_size: int, entries: Iterable[BaselineEntry]) -> Path:
         """Record the given entries (the last wins for a repeated pair), keeping every other entry; returns the file.
 
-        Nothing is written when no entries are given, or when the file on disk is corrupt (BaselineError).
+        Nothing is written when no entries are given, or when the file on disk is corrupt (StoreError).
         """
-        path = self.path_for(device_key, profile, world_size)
-        given = {(entry.test, entry.metric): entry for entry in entries}
-        if not given:
-            return path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with locked(path):
-            stored, _ = _read(path, device_key, profile, world_size)
-            for (test, metric), entry in given.items():
-                stored.setdefault(test, {})[metric] = entry.to_json()
-            write_atomically(path, _serialize(device_key, profile, world_size, stored))
-        return path
+        given = {(entry.test, entry.metric): entry.to_json() for entry in entries}
+        return self._files.update(device_key, profile, world_size, given)
 
     def prune(self, device_key: str, profile: str, world_size: int, keep_tests: Collection[str]) -> list[str]:
         """Remove the entries of tests not in ``keep_tests``; returns their ids, sorted. No write if none."""
-        path = self.path_for(device_key, profile, world_size)
-        if not path.exists():
-            return []
-        keep = set(keep_tests)
-        with locked(path):
-            stored, _ = _read(path, device_key, profile, world_size)
-            stale = sorted(test for test in stored if test not in keep)
-            if stale:
-                kept = {test: metrics for test, metrics in stored.items() if test in keep}
-                write_atomically(path, _serialize(device_key, profile, world_size, kept))
-        return stale
+        return self._files.prune(device_key, profile, world_size, keep_tests)
 
     def identify(self, path: Path) -> tuple[str, str, int]:
-        """(device key, profile, world size) of a file under the root, the inverse of ``path_for``.
-
-        Raises ``BaselineError`` for a name ``path_for`` would not give.
-        """
-        device_key, stem = path.parent.name, path.stem
-        profile, world = stem, 1
-        suffix = _WORLD_SIZE_SUFFIX.search(stem)
-        if suffix is not None:
-            profile, world = stem[: suffix.start()], int(suffix.group()[2:])
-        try:
-            if self.path_for(device_key, profile, world) != path:
-                raise ValueError("not where this store keeps it")
-        except ValueError as error:
-            raise BaselineError(
-                f"{path}: not a baseline file name (<device key>/<profile>[-w<N>].json): {error}"
-            ) from None
-        return device_key, profile, world
+        """(device key, profile, world size) of a file under the root, the inverse of ``path_for``."""
+        return self._files.identify(path)
 
     def files(self) -> list[Path]:
         """Every baseline file under the root, sorted (lock and temporary files excluded)."""
-        if not self.root.is_dir():
-            return []
-        return sorted(
-            path
-            for path in self.root.glob("*/*.json")
-            if path.is_file() and not path.name.startswith(".") and not path.parent.name.startswith(".")
-        )
+        return self._files.files()

@@ -1,11 +1,17 @@
-"""``--accel-json`` result files: written once per run, read validated and never modified. Pure: no torch, no pytest."""
+"""``--accel-json`` result files, their one codec: written once per run, read validated, never modified in place.
+
+Every reader and writer of the format goes through here: the run's file (``save_results``), the
+fresh-process confirmation and ``ab`` reading a child's (``load_results``), ``ab`` merging a side's
+runs into one file (``merged_document``), the history filing a night with its stamp
+(``stamped_bytes``), report, compare and export. Pure: no torch, no pytest.
+"""
 
 from __future__ import annotations
 
 import datetime
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, final
 
@@ -26,6 +32,7 @@ from pytest_accel.core.validation import (
 )
 from pytest_accel.core.validation import text as text_of
 from pytest_accel.judgement.verdict import VerdictRecord
+from pytest_accel.storage.files import StoreError, decode, encode, write_atomically
 
 __all__ = [
     "RESULTS_SCHEMA",
@@ -34,7 +41,10 @@ __all__ = [
     "ResultFile",
     "ResultsError",
     "load_results",
+    "merged_document",
     "results_document",
+    "save_results",
+    "stamped_bytes",
 ]
 
 RESULTS_SCHEMA = 1  # version of the --accel-json layout this code writes and reads
@@ -108,6 +118,7 @@ class ResultFile:
     provenance: Mapping[str, str]
     measurements: Mapping[tuple[str, str], Measurement]  # (test id, metric) -> measurement
     verdicts: Mapping[tuple[str, str], VerdictRecord | None]
+    device_kind: str = "unknown"  # "cpu", "cuda", "hpu"; "unknown" in files that do not say
 
 
 # Seconds per call a result may hold: a picosecond to eleven days. Beyond, a file is corrupt (and
@@ -169,6 +180,7 @@ def load_results(path: Path) -> ResultFile:
     return ResultFile(
         path=path,
         device_key=device["key"] or "",
+        device_kind=str(device.get("kind") or "unknown"),
         profile=str(document.get("profile", "")),
         date=str(document.get("date", "")),
         provenance=provenance,
@@ -196,12 +208,15 @@ def _line_of(text: str, results: list[Any], index: int) -> str:
     if not isinstance(test, str):
         return ""
     earlier = sum(1 for entry in results[:index] if isinstance(entry, dict) and entry.get("test") == test)
-    needle, start = f'"test": {json.dumps(test)}', -1
-    for _ in range(earlier + 1):
-        start = text.find(needle, start + 1)
-        if start < 0:
-            return ""
-    return f", line {text.count(chr(10), 0, start) + 1}"
+    for needle in {f'"test": {json.dumps(test)}', f'"test": {json.dumps(test, ensure_ascii=False)}'}:
+        start = -1
+        for _ in range(earlier + 1):
+            start = text.find(needle, start + 1)
+            if start < 0:
+                break
+        else:
+            return f", line {text.count(chr(10), 0, start) + 1}"
+    return ""
 
 
 def _seconds(value: object, where: str) -> tuple[float, ...]:
@@ -286,3 +301,51 @@ def _entry(entry: object) -> tuple[tuple[str, str], Measurement, VerdictRecord |
     except (ValueError, TypeError, KeyError) as error:
         raise Invalid("'verdict'", str(error)) from None
     return (test_id, measurement.name), measurement, verdict
+
+
+def save_results(path: Path, document: Mapping[str, Any]) -> None:
+    """Write a result document (``results_document``, ``merged_document``) to ``path``, atomically."""
+    write_atomically(path, encode(document))
+
+
+def merged_document(files: Sequence[ResultFile]) -> dict[str, Any] | None:
+    """One result document for several runs of one build (``ab``'s side): each test's rounds from every
+    file, in the files' order; the device, provenance and profile of the first. None when no file is given."""
+    if not files:
+        return None
+    merged: dict[tuple[str, str], Measurement] = {}
+    for results in files:
+        for key, m in results.measurements.items():
+            if key in merged:
+                first = merged[key]
+                m = replace(
+                    first, samples=first.samples + m.samples, probe_samples=first.probe_samples + m.probe_samples
+                )
+            merged[key] = m
+    recorded = [Recorded(test, "passed", m, None) for (test, _), m in sorted(merged.items())]
+    head = files[0]
+    return results_document(
+        recorded, device_kind=head.device_kind, device_key=head.device_key, provenance=head.provenance,
+        profile=head.profile, world_size=1,
+    )  # fmt: skip
+
+
+def stamped_bytes(result: ResultFile, stamp: Mapping[str, str | None]) -> bytes:
+    """The file's document with ``stamp`` added to its provenance (None: not known, left out), as bytes.
+
+    A stamp that contradicts what the file records is refused (``ResultsError``): a night is filed
+    under the commit it measured, never under another.
+    """
+    try:
+        document = decode(result.path.read_bytes(), str(result.path))
+    except (OSError, StoreError) as error:
+        raise ResultsError(f"{result.path}: cannot read: {error}") from None
+    assert isinstance(document, dict)  # load_results validated it
+    provenance = document.setdefault("provenance", {})
+    for key, value in stamp.items():
+        if value is None:
+            continue
+        if provenance.get(key, value) != value:
+            raise ResultsError(f"{result.path}: records {key} {provenance[key]!r}, not {value!r}; not filed")
+        provenance[key] = value
+    return encode(document)

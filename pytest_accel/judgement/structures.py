@@ -1,7 +1,7 @@
 """Structural records on disk and the structural verdict: what ran, compared exactly.
 
-Files: ``<root>/structure/<structure key>/<profile>[-w<N>].json``, written like baseline files
-(atomically, under a lock, only the measured entries rewritten; baselines.py's helpers). The key
+Files: ``<root>/structure/<structure key>/<profile>[-w<N>].json``, kept by the entry store that
+keeps the baselines (storage/entries.py: atomically, under a lock, only the measured entries rewritten). The key
 is what decides a structure (device kind and its dispatch capability, torch version: see
 engine/structure.py), not the host generation: one recording on any host of a kind gates every
 host of that kind, quiet or busy. Where the key differs the structure is "new", never compared.
@@ -11,23 +11,13 @@ Pure: no torch, no pytest.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
 from pytest_accel.core.structure import Structure, changes
-from pytest_accel.core.validation import Invalid, check_plain_json
-from pytest_accel.judgement.baselines import (
-    SCHEMA_VERSION,
-    BaselineError,
-    check_header,
-    check_name,
-    decode_file,
-    locked,
-    write_atomically,
-)
+from pytest_accel.storage.entries import EntryFiles
 
 __all__ = [
     "CHANGED",
@@ -96,71 +86,33 @@ def structure_failure(test: str, key: str, verdict: StructureVerdict) -> str:
     )
 
 
+def _record(test: str, metric: str, data: object, where: str) -> Structure:
+    """One stored record, validated (``Invalid`` names its key path; the store adds the file)."""
+    return Structure.from_json(data, f"entries[{test!r}][{metric!r}]")
+
+
 @final
 class StructureStore:
     """The structural records under a baseline root: ``<root>/structure/<key>/<profile>[-w<N>].json``."""
 
-    __slots__ = ("root",)
+    __slots__ = ("_files", "root")
 
     def __init__(self, baselines_root: Path) -> None:
         self.root = Path(baselines_root) / _FOLDER
+        self._files: EntryFiles[Structure] = EntryFiles(self.root, _record, "structure key")
 
     def path_for(self, key: str, profile: str, world_size: int = 1) -> Path:
-        check_name(key, "structure key")
-        check_name(profile, "profile")
-        return self.root / key / (f"{profile}.json" if world_size == 1 else f"{profile}-w{world_size}.json")
-
-    def _read(self, path: Path, key: str, profile: str, world_size: int) -> dict[str, Any]:
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as error:
-            raise BaselineError(f"{path}: cannot read: {error.strerror or error}") from None
-        document = check_header(decode_file(raw, str(path)), str(path), key, profile, world_size)
-        entries: dict[str, Any] = document["entries"]
-        try:
-            check_plain_json(entries, "entries")
-            self._parse(entries)  # every record valid, or nothing is read (and nothing is written over it)
-        except Invalid as invalid:
-            raise BaselineError(f"{path}: {invalid}") from None
-        return entries
-
-    @staticmethod
-    def _parse(entries: Mapping[str, Any]) -> dict[tuple[str, str], Structure]:
-        records = {}
-        for test, metrics in entries.items():
-            if not isinstance(metrics, dict):
-                raise Invalid(f"entries[{test!r}]", "expected an object of metrics")
-            for metric, data in metrics.items():
-                records[(test, metric)] = Structure.from_json(data, f"entries[{test!r}][{metric!r}]")
-        return records
+        """The file holding the records of one structure key, profile and world size."""
+        return self._files.path_for(key, profile, world_size)
 
     def load(self, key: str, profile: str, world_size: int = 1) -> dict[tuple[str, str], Structure]:
-        """The records of one file by (test, metric); empty when there is none. A bad one: ``BaselineError``."""
-        return self._parse(self._read(self.path_for(key, profile, world_size), key, profile, world_size))
+        """The records of one file by (test, metric); empty when there is none. A bad one: ``StoreError``."""
+        return self._files.load(key, profile, world_size)
 
     def update(self, key: str, profile: str, world_size: int, records: Iterable[tuple[str, str, Structure]]) -> Path:
         """Record the given (test, metric, record)s, keeping every other entry; nothing written if none."""
-        path = self.path_for(key, profile, world_size)
-        given = {(test, metric): record for test, metric, record in records}
-        if not given:
-            return path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with locked(path):
-            stored = self._read(path, key, profile, world_size)
-            for (test, metric), record in given.items():
-                stored.setdefault(test, {})[metric] = record.to_json()
-            document = {
-                "schema": SCHEMA_VERSION,
-                "device_key": key,
-                "profile": profile,
-                "world_size": world_size,
-                "entries": stored,
-            }
-            text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-            write_atomically(path, (text + "\n").encode("utf-8"))
-        return path
+        given = {(test, metric): record.to_json() for test, metric, record in records}
+        return self._files.update(key, profile, world_size, given)
 
 
 @final

@@ -9,25 +9,24 @@ commit, the runner and the run. A folder of plain files is what a git branch hol
 its history on a data branch, where nothing expires, and ``pytest-accel history`` reads the branch's
 checkout (or any folder of result files, at any depth).
 
-Filing is atomic (a temporary file renamed into place) and serialised by an exclusive ``flock`` on
-``FOLDER/.pytest-accel.lock``, so two jobs filing into one folder at once cannot interleave; a file of
-the same name is never overwritten: the identical file is a no-op, a different one an error.
+Filing is atomic (storage/files.py: a temporary file renamed into place) and serialised by an
+exclusive ``flock`` on ``FOLDER/.pytest-accel.lock``, so two jobs filing into one folder at once
+cannot interleave; a file of the same name is never overwritten: the identical file is a no-op,
+a different one an error.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import final
 
 from pytest_accel.core.stats import median
-from pytest_accel.judgement.results import ResultFile, load_results
+from pytest_accel.judgement.results import ResultFile, ResultsError, load_results, stamped_bytes
+from pytest_accel.storage.files import StoreError, locked, write_atomically
 
 __all__ = [
     "LOCK_NAME",
@@ -151,62 +150,28 @@ def archive_name(result: ResultFile, stamp: Stamp, content: bytes) -> Path:
     return Path(result.device_key) / f"{date}-{commit}-{run}.json"
 
 
-def _stamped(result: ResultFile, content: bytes, stamp: Stamp) -> bytes:
-    """The file's document with the stamp in its provenance; a stamp that contradicts the provenance is refused."""
-    document = json.loads(content)
-    provenance = document.setdefault("provenance", {})
-    for key, value in zip(PROVENANCE_KEYS, (stamp.commit, stamp.runner, stamp.run), strict=True):
-        if value is None:
-            continue
-        if provenance.get(key, value) != value:
-            raise HistoryError(f"{result.path}: records {key} {provenance[key]!r}, not {value!r}; not filed")
-        provenance[key] = value
-    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
-
-
-@contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    """An exclusive lock on the history folder, held while a file is checked and written."""
-    import fcntl  # POSIX only: imported here, as baselines.locked does, so reading a history works everywhere
-
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle = (folder / LOCK_NAME).open("a")
-    except OSError as error:
-        raise HistoryError(f"{folder}: cannot lock: {error.strerror or error}") from None
-    with handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # blocks until another filer is done
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
 def archive(source: Path, folder: Path, stamp: Stamp) -> tuple[Path, bool]:
     """File one result file into the history ``folder``; returns (its path there, whether it was written now).
 
     The identical file already there is not written again; a different file of the same name is an error.
     """
     result = load_results(source)  # ResultsError: not a valid result file
-    content = source.read_bytes()
-    target = folder / archive_name(result, stamp, content)
-    data = _stamped(result, content, stamp)
-    with _locked(folder):
-        if target.is_file() and target.read_bytes() == data:
-            return target, False
-        if target.exists() or target.is_symlink():
-            raise HistoryError(
-                f"{target}: already holds a different result file; not overwritten (another run that night? --run-id)"
-            )
-        temporary = target.parent / f".{target.name}.{os.getpid()}.tmp"
-        try:
+    target = folder / archive_name(result, stamp, source.read_bytes())
+    try:
+        data = stamped_bytes(result, dict(zip(PROVENANCE_KEYS, (stamp.commit, stamp.runner, stamp.run), strict=True)))
+        folder.mkdir(parents=True, exist_ok=True)
+        with locked(folder / LOCK_NAME):  # blocks until another filer is done
+            if target.is_file() and target.read_bytes() == data:
+                return target, False
+            if target.exists() or target.is_symlink():
+                raise HistoryError(
+                    f"{target}: already holds a different result file; not overwritten"
+                    " (another run that night? --run-id)"
+                )
             target.parent.mkdir(parents=True, exist_ok=True)
-            with temporary.open("wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, target)
-        except OSError as error:
-            temporary.unlink(missing_ok=True)
-            raise HistoryError(f"{target}: cannot write: {error.strerror or error}") from None
+            write_atomically(target, data)
+    except (ResultsError, StoreError) as error:
+        raise HistoryError(str(error)) from None
+    except OSError as error:
+        raise HistoryError(f"{target}: cannot write: {error.strerror or error}") from None
     return target, True
