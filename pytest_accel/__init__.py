@@ -1,6 +1,6 @@
 """pytest-accel: performance-regression tests for AI accelerators, as a pytest plugin.
 
-The public API is small: the ``throughput`` fixture (see ``pytest_accel.fixture.Throughput``)
+The public API is small: the ``throughput`` fixture (see ``pytest_accel.plugin.fixture.Throughput``)
 returns a ``Measurement``; ``measure`` and ``MeasureConfig`` time a callable outside pytest.
 Importing this package does not import torch.
 """

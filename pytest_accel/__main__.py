@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from pytest_accel.cli import main
+from pytest_accel.commands.cli import main
 
 sys.exit(main())

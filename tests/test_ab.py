@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_accel.ab import ABSettings, Sitting, _prepare_out
-from pytest_accel.absides import Side, Worker
+from pytest_accel.commands.ab import ABSettings, Sitting, _prepare_out
+from pytest_accel.commands.absides import Side, Worker
 
 # A workload whose cost the commit decides: SLOW repeats the work (3x: clear at the first look).
 KERNEL = "SLOW = {slow}\n\ndef work():\n    return sum(range(2000 * SLOW))\n"

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_accel.engine.children import run_child
+from pytest_accel.engine.processes import run_child
 
 # A child that starts a grandchild of its own (as DataLoader workers are), writes its pid, then waits.
 _FAMILY = (

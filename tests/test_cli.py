@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support import FAST_OPTIONS
 
-from pytest_accel.cli import main
+from pytest_accel.commands.cli import main
 
 # test_steady is the control, so it is CPU-bound like the reference kernel that normalises it: a
 # sleep is not, and on the shared VM one read -9% (p = 0.008) across 12 quick runs as the host changed.

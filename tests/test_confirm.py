@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.engine.children import ChildRun
+from pytest_accel.engine.processes import ChildRun
 from pytest_accel.judgement import confirm as confirm_module
 from pytest_accel.judgement.confirm import ChildSettings, confirm_in_fresh_process
 from pytest_accel.judgement.results import Recorded, results_document

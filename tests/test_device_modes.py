@@ -21,9 +21,9 @@ from pytest_accel.engine.devices.cpu import CpuDevice, cpu_identity, last_level_
 from pytest_accel.engine.devices.cuda import CudaDevice
 from pytest_accel.engine.devices.hpu import HpuDevice
 from pytest_accel.engine.sampling import MeasureConfig
-from pytest_accel.fixture import Throughput
 from pytest_accel.judgement.gate import GateResult
 from pytest_accel.judgement.verdict import Outcome, Verdict
+from pytest_accel.plugin.fixture import Throughput
 
 
 def test_cuda_graph_replay_warms_up_on_a_side_stream_then_captures_the_calls(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nights import night_document, write_night
 
-from pytest_accel.cli import main
+from pytest_accel.commands.cli import main
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.judgement.results import Recorded, ResultFile, load_results, results_document
 from pytest_accel.outputs.exports import bencher_metrics, github_action_benchmark

@@ -108,7 +108,7 @@ def test_benchmark_disable_writes_strict_json(perf_pytester: pytest.Pytester) ->
 def test_a_call_far_longer_than_the_budget_is_warned_about(
     perf_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pytest_accel.fixture as fixture
+    import pytest_accel.plugin.fixture as fixture
 
     monkeypatch.setattr(fixture, "SLOW_MEASUREMENT_FLOOR_SECONDS", 0.5)
     monkeypatch.setattr(fixture, "SLOW_MEASUREMENT_FACTOR", 1)

@@ -14,9 +14,9 @@ import torch
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.engine.devices.cpu import CpuDevice
 from pytest_accel.engine.sampling import STATE_EVERY, MeasureConfig
-from pytest_accel.fixture import OperatorPlan, Throughput
 from pytest_accel.judgement.gate import GateResult
 from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
+from pytest_accel.plugin.fixture import OperatorPlan, Throughput
 
 FAST = MeasureConfig(measure_seconds=0.02, min_rounds=3, warmup_max_seconds=0.05, round_seconds=0.002)
 
@@ -238,7 +238,7 @@ def test_a_profile_that_fails_leaves_the_regression_as_it_was(monkeypatch: pytes
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("profiler unavailable")
 
-    monkeypatch.setattr("pytest_accel.fixture.profile_operators", broken)
+    monkeypatch.setattr("pytest_accel.plugin.fixture.profile_operators", broken)
     fixture, recorded = make(judge=_regressed, operators=OperatorPlan())
     with pytest.raises(pytest.fail.Exception) as failed:
         fixture(work, items=1, unit="calls")
@@ -269,7 +269,7 @@ def test_a_trace_that_cannot_be_written_keeps_the_diff(monkeypatch: pytest.Monke
     def unwritable(*args: Any, **kwargs: Any) -> None:
         raise TraceError("trace not written to /ro/t.json: Read-only file system", table)
 
-    monkeypatch.setattr("pytest_accel.fixture.profile_operators", unwritable)
+    monkeypatch.setattr("pytest_accel.plugin.fixture.profile_operators", unwritable)
     plan = OperatorPlan(trace=lambda metric: Path("/ro/t.json"))
     fixture, recorded = make(judge=_regressed, operators=plan)
     with pytest.raises(pytest.fail.Exception) as failed:

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nights import commit_of, date_of, night_document, write_night
 
-from pytest_accel.cli import main
+from pytest_accel.commands.cli import main
 from pytest_accel.core.stats import mann_whitney_p
 from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, welch_p, windowed_change_points
 from pytest_accel.judgement.history import change_points, split_p_values

@@ -24,25 +24,27 @@ LAYERS = {
 FACE = 5  # plugin, options, session, fixture, ranks, cli: the pytest face and the command line
 PURE = ("core", "storage", "judgement", "outputs")  # no torch, no pytest: tested fast and exhaustively
 
-# The face points one way too, in two stacks that never import each other: the pytest plugin (pytest
-# loads plugin, which registers session, which connects the parts) and the command line (cli -> ab).
-# A module may import face modules of its own stack on a lower tier only; a new face module needs a place.
+# The face is two stacks, one folder each, that never import each other: the pytest plugin (pytest
+# loads plugin/__init__, which registers the session, which connects the parts) and the command line
+# (commands/: cli -> ab -> absides -> abworker). A module may import face modules of its own stack on
+# a lower tier only; a new face module needs a place.
 FACE_MODULES = {
     # the pytest plugin
-    "options": ("plugin", 0),  # every option declared once: read, validated, handed to children
-    "fixture": ("plugin", 0),  # Throughput: knows no session, built from plain values and callbacks
-    "ranks": ("plugin", 0),  # torchrun's hooks
-    "plans": ("plugin", 1),  # what a test takes beside its figure (operator tables, structural record)
-    "finish": ("plugin", 1),  # the run's figures, files and closing lines
-    "parts": ("plugin", 1),  # the device, stores and gates, built lazily
-    "session": ("plugin", 2),  # the wiring: hooks that connect the parts
+    "plugin.options": ("plugin", 0),  # every option declared once: read, validated, handed to children
+    "plugin.fixture": ("plugin", 0),  # Throughput: knows no session, built from plain values and callbacks
+    "plugin.ranks": ("plugin", 0),  # torchrun's hooks
+    "plugin.plans": ("plugin", 1),  # what a test takes beside its figure (operator tables, structural record)
+    "plugin.finish": ("plugin", 1),  # the run's figures, files and closing lines
+    "plugin.parts": ("plugin", 1),  # the device, stores and gates, built lazily
+    "plugin.session": ("plugin", 2),  # the wiring: hooks that connect the parts
     "plugin": ("plugin", 3),  # pytest's entry: options, fixtures, registers the session
     # the command line
-    "abworker": ("command", 0),
-    "absides": ("command", 0),
-    "ab": ("command", 1),
-    "cli": ("command", 2),
-    "__main__": ("command", 3),
+    "commands": ("commands", 0),  # the folder's docstring
+    "commands.abworker": ("commands", 0),  # a side's worker: standard library and pytest only
+    "commands.absides": ("commands", 1),
+    "commands.ab": ("commands", 2),
+    "commands.cli": ("commands", 3),
+    "__main__": ("commands", 4),
 }
 SESSION_LINES = 250  # the face only wires: logic lives in the layers and parts it connects
 
@@ -123,6 +125,14 @@ def test_every_face_module_has_a_place() -> None:
     assert {name.split(".", 1)[1] for name in face_modules()} == set(FACE_MODULES)
 
 
+def test_each_stack_is_a_folder() -> None:
+    """A face module lives in its stack's folder (``__main__`` is the command line's entry at the root)."""
+    misplaced = sorted(
+        name for name, (stack, _) in FACE_MODULES.items() if name != "__main__" and name.split(".")[0] != stack
+    )
+    assert misplaced == []
+
+
 def test_the_face_points_one_way() -> None:
     """Within the face: the plugin's stack and the command line's never import each other, and a module
     imports only lower tiers of its own stack (nothing imports the session but the plugin)."""
@@ -137,7 +147,7 @@ def test_the_face_points_one_way() -> None:
 
 
 def test_the_session_only_wires() -> None:
-    lines = len((PACKAGE / "session.py").read_text(encoding="utf-8").splitlines())
+    lines = len((PACKAGE / "plugin" / "session.py").read_text(encoding="utf-8").splitlines())
     assert lines <= SESSION_LINES
 
 
@@ -155,12 +165,12 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     source = tmp_path / "probe.py"
     source.write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from pytest_accel.session import AccelSession\n"
+        "if TYPE_CHECKING:\n    from pytest_accel.plugin.session import AccelSession\n"
         "def f():\n    import pytest_accel.outputs.pages\n"
         "from ..judgement import gate\n"
     )
     found = imports_of(source, package="pytest_accel.engine")
-    assert {"pytest_accel.session", "pytest_accel.outputs.pages", "pytest_accel.judgement.gate"} <= found
+    assert {"pytest_accel.plugin.session", "pytest_accel.outputs.pages", "pytest_accel.judgement.gate"} <= found
 
 
 def test_modules_stay_readable() -> None:

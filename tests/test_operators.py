@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import FAST_OPTIONS, STEADINESS_UNJUDGED
 
-from pytest_accel.cli import main
+from pytest_accel.commands.cli import main
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.operator_table import STORED_OPERATORS, OperatorProfile, OperatorRow, explain
 from pytest_accel.core.validation import Invalid

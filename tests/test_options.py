@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_accel.options import SETTINGS, Setting, parse_output_folder, parse_output_path
+from pytest_accel.plugin.options import SETTINGS, Setting, parse_output_folder, parse_output_path
 
 
 def test_every_option_is_declared_with_its_help_and_default() -> None:

@@ -123,7 +123,7 @@ def test_an_out_of_memory_error_frees_the_frames_of_the_errors_it_wraps() -> Non
     import gc
     import weakref
 
-    from pytest_accel.fixture import _clear_frames_of_chain
+    from pytest_accel.plugin.fixture import _clear_frames_of_chain
 
     class Tensorish:
         pass

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_accel.cli import main
+from pytest_accel.commands.cli import main
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.results import Recorded, ResultsError, load_results, results_document
@@ -120,7 +120,7 @@ def test_a_key_written_twice_is_refused_in_baselines_and_results(tmp_path: Path)
 
 OUT_OF_MEMORY_FIRST = """
 import pytest
-import pytest_accel.fixture
+import pytest_accel.plugin.fixture
 
 def test_a_before_it(throughput):
     throughput(lambda: None, items=1, unit="calls")
@@ -129,7 +129,7 @@ def test_a_before_it(throughput):
 def no_memory_for_probes(monkeypatch):
     def refuse(device):
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 33554432 bytes.")
-    monkeypatch.setattr(pytest_accel.fixture, "state_probes", refuse)
+    monkeypatch.setattr(pytest_accel.plugin.fixture, "state_probes", refuse)
 
 def test_b_after_it(no_memory_for_probes, throughput):
     throughput(lambda: sum(range(100)), items=1, unit="calls")

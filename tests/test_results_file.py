@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_accel.cli import main
+from pytest_accel.commands.cli import main
 from pytest_accel.core.measurement import COLD, TIMINGS, WARM, Measurement
 from pytest_accel.judgement.results import SECONDS_RANGE, Recorded, ResultsError, load_results, results_document
 

@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import datetime
-import subprocess
 from pathlib import Path
 
+from pytest_accel.engine.processes import GitError, git
+
 __all__ = ["git_commit", "run_provenance"]
-
-
-def _git(folder: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=folder, capture_output=True, text=True, timeout=10, check=True
-    ).stdout.strip()
 
 
 def git_commit(folder: Path) -> str:
     """The checked-out commit of ``folder`` (with ``+dirty`` for local changes), or ``unknown``."""
     try:
-        commit = _git(folder, "rev-parse", "--short=12", "HEAD")
-        dirty = _git(folder, "status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
+        commit = git(folder, "rev-parse", "--short=12", "HEAD", timeout=10)
+        dirty = git(folder, "status", "--porcelain", "--untracked-files=no", timeout=10)
+    except GitError:
         return "unknown"
     return f"{commit}+dirty" if dirty else commit
 

@@ -17,20 +17,17 @@ memory bandwidth, allocation, worker processes).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import final
 
 from pytest_accel.core.measurement import Measurement, display_name
+from pytest_accel.engine.processes import alive, launch_detached, stop_detached
 from pytest_accel.judgement.baselines import BaselineEntry, calibrated
 from pytest_accel.judgement.confirm import FRESH_PROCESS_ENV, ChildSettings
 
@@ -40,31 +37,6 @@ __all__ = ["StandardNeighbour", "calibrate_entries"]
 _POLL_SECONDS = 0.5
 # A neighbour gets this long to end after SIGTERM before it is killed.
 _STOP_GRACE_SECONDS = 10.0
-
-
-# Starts the neighbour and exits at once, so the neighbour is not a child of the measuring process:
-# the host-share meter counts this process's children (its DataLoader workers) as its own.
-_LAUNCHER = (
-    "import subprocess, sys\n"
-    "child = subprocess.Popen(sys.argv[1:], start_new_session=True, stdin=subprocess.DEVNULL,"
-    " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-    "print(child.pid)"
-)
-
-
-def _alive(pid: int) -> bool:
-    """Whether the process runs (a zombie does not: an init that is slow to reap it must not hide its end)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
 @final
@@ -112,23 +84,17 @@ class StandardNeighbour:
 
     def _spawn(self) -> None:
         assert self._scratch is not None
-        launched = subprocess.run(
-            [sys.executable, "-c", _LAUNCHER, *self.command(Path(self._scratch.name))],
-            cwd=self._rootdir,
-            env={**os.environ, FRESH_PROCESS_ENV: "1"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        self._pid = int(launched.stdout)
+        # Detached, not this process's child: the host-share meter counts this process's children
+        # (its DataLoader workers) as its own.
+        command = self.command(Path(self._scratch.name))
+        self._pid = launch_detached(command, self._rootdir, {**os.environ, FRESH_PROCESS_ENV: "1"})
 
     def _watch(self) -> None:
         while not self._stopping.wait(_POLL_SECONDS):
-            if self._pid is not None and not _alive(self._pid):
+            if self._pid is not None and not alive(self._pid):
                 try:
                     self._spawn()
-                except (OSError, subprocess.SubprocessError, ValueError) as error:  # said at the end, not raised
+                except OSError as error:  # said at the end, not raised
                     self.failure = f"the standard neighbour could not be started again: {error}"
                     return
 
@@ -137,16 +103,8 @@ class StandardNeighbour:
         self._stopping.set()
         if self._watcher is not None:
             self._watcher.join()
-        pid = self._pid
-        if pid is not None:
-            for sent in (signal.SIGTERM, signal.SIGKILL):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, sent)
-                deadline = time.monotonic() + _STOP_GRACE_SECONDS
-                while _alive(pid) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                if not _alive(pid):
-                    break
+        if self._pid is not None:
+            stop_detached(self._pid, _STOP_GRACE_SECONDS)
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None

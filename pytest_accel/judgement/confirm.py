@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import final
 
-from pytest_accel.engine.children import run_child
+from pytest_accel.engine.processes import run_child
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
 from pytest_accel.judgement.verdict import Outcome
 

@@ -1,6 +1,6 @@
 """Two builds measured in one sitting: a paired comparison with a sequential stopping rule.
 
-Pure logic: no torch, no pytest, no processes (``pytest_accel.ab`` runs them). The design:
+Pure logic: no torch, no pytest, no processes (``pytest_accel.commands.ab`` runs them). The design:
 
 - **Pairs.** Base and head run as fresh processes, alternating in ABBA order (base first in even
   pairs, head first in odd ones), so neither side always runs first, warm or cold. One pair gives

@@ -1,8 +1,10 @@
 """One side's process for ``pytest-accel ab``: imports once, runs each pytest in a fresh fork of itself.
 
-``ab`` starts it as ``python -c <this file's source>`` in the side's folder and environment, so
-that nothing of the installed pytest-accel is imported before the side's own copy (a base revision
-of pytest-accel itself measures its own plugin). Standard library and pytest only.
+``ab`` starts it as ``python <this file's path>`` in the side's folder and environment, so that
+nothing of the installed pytest-accel is imported before the side's own copy (a base revision of
+pytest-accel itself measures its own plugin; ``-m`` would import the package, and a base revision
+older than this file has no such module). Standard library and pytest only. As ``python -m pytest``
+does, the worker puts its folder (the side's) first on ``sys.path``, not this file's folder.
 
 Protocol, one JSON object per line: the parent writes ``{"args": [...], "log": PATH}`` on stdin;
 the worker forks, the child runs ``pytest.main(args)`` with its output (file descriptors 1 and 2,
@@ -143,6 +145,7 @@ def _may_fork() -> bool:
 
 def main() -> int:
     """Serve requests from stdin; answers go to a duplicate of the original stdout."""
+    sys.path[0] = os.getcwd()  # run by path, sys.path[0] is this file's folder: make it the run's, as -m does
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # a stray print goes where the worker's own words go, never into the answers
     import pytest  # noqa: F401  # imported once, before any fork

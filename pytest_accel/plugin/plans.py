@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_accel.engine.profiling import trace_path
-from pytest_accel.fixture import OperatorPlan, StructurePlan
 from pytest_accel.judgement.confirm import in_fresh_process
 from pytest_accel.judgement.structures import StructureGate
-from pytest_accel.options import AccelOptions
+from pytest_accel.plugin.fixture import OperatorPlan, StructurePlan
+from pytest_accel.plugin.options import AccelOptions
 
 __all__ = ["operator_plan", "structure_plan", "takes_structures"]
 

@@ -14,17 +14,17 @@ from typing import Any, final
 import pytest
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.finish import RunFigures, RunFiles, summary_lines
-from pytest_accel.fixture import Throughput
 from pytest_accel.judgement.calibrate import StandardNeighbour
 from pytest_accel.judgement.confirm import in_fresh_process
 from pytest_accel.judgement.recording import stale_lines
 from pytest_accel.judgement.results import USER_PROPERTY, Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
-from pytest_accel.options import AccelOptions
 from pytest_accel.outputs.terminal import device_lines
-from pytest_accel.parts import RunParts
-from pytest_accel.plans import operator_plan, structure_plan, takes_structures
+from pytest_accel.plugin.finish import RunFigures, RunFiles, summary_lines
+from pytest_accel.plugin.fixture import Throughput
+from pytest_accel.plugin.options import AccelOptions
+from pytest_accel.plugin.parts import RunParts
+from pytest_accel.plugin.plans import operator_plan, structure_plan, takes_structures
 
 __all__ = ["PERF_FIXTURE", "AccelSession", "is_perf_item"]
 

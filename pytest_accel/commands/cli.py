@@ -14,16 +14,16 @@ import math
 import os
 import platform
 import signal
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_accel.ab import ABError, ABSettings, run_ab
+from pytest_accel.commands.ab import ABError, ABSettings, run_ab
 from pytest_accel.core.measurement import display_name
 from pytest_accel.core.operator_table import explain
 from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.core.validation import number_text
+from pytest_accel.engine.processes import run_child
 from pytest_accel.engine.provenance import git_commit
 from pytest_accel.judgement.baselines import BaselineStore
 from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, DETECTORS
@@ -252,7 +252,10 @@ def cmd_export(options: argparse.Namespace) -> int:
 def cmd_baselines(options: argparse.Namespace) -> int:
     """``show``: every baseline file with its entries; ``prune``: pytest --accel-prune with the given args."""
     if options.action == "prune":
-        return subprocess.call([sys.executable, "-m", "pytest", "--accel-prune", *options.pytest_args])
+        command = [sys.executable, "-m", "pytest", "--accel-prune", *options.pytest_args]
+        code = run_child(command, Path.cwd(), os.environ, None, stdin=None).returncode
+        assert code is not None  # no timeout
+        return code
     store = BaselineStore(options.root)
     if options.root.exists() and not options.root.is_dir():
         raise StoreError(f"{options.root}: is a file, not a baseline folder")

@@ -24,8 +24,8 @@ from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process, inherited_options
 from pytest_accel.judgement.gate import Gate
 from pytest_accel.judgement.structures import StructureGate, StructureStore
-from pytest_accel.options import AccelOptions
-from pytest_accel.ranks import RankAgreement
+from pytest_accel.plugin.options import AccelOptions
+from pytest_accel.plugin.ranks import RankAgreement
 from pytest_accel.storage.files import StoreError
 
 __all__ = ["RunParts"]

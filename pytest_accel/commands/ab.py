@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
 
-from pytest_accel.absides import (
+from pytest_accel.commands.absides import (
     EXIT_INCONCLUSIVE,
     EXIT_INTERRUPTED,
     EXIT_OK,

@@ -1,8 +1,8 @@
 """The always-loaded surface of pytest-accel: options, markers, fixtures.
 
 Importing this module imports neither torch nor any vendor library; the stateful part
-(``pytest_accel.session.AccelSession``) is imported and registered in ``pytest_configure``.
-The options are declared, parsed and handed to child processes in ``pytest_accel.options``.
+(``pytest_accel.plugin.session.AccelSession``) is imported and registered in ``pytest_configure``.
+The options are declared, parsed and handed to child processes in ``pytest_accel.plugin.options``.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_accel.options import MARKER_SETTINGS, SETTINGS
+from pytest_accel.plugin.options import MARKER_SETTINGS, SETTINGS
 
 if TYPE_CHECKING:
     from pytest_accel.engine.devices.base import Device
-    from pytest_accel.fixture import Throughput
-    from pytest_accel.session import AccelSession
+    from pytest_accel.plugin.fixture import Throughput
+    from pytest_accel.plugin.session import AccelSession
 
 SESSION_KEY: pytest.StashKey[AccelSession] = pytest.StashKey()
 
@@ -52,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Advice (a call far longer than the budget, more threads than cores) is shown, never an error,
     # also in projects that turn warnings into errors: it must not fail a nightly's long step.
     config.addinivalue_line("filterwarnings", "default::pytest_accel.core.advice.AccelAdvice")
-    from pytest_accel.session import AccelSession
+    from pytest_accel.plugin.session import AccelSession
 
     session = AccelSession(config)
     config.stash[SESSION_KEY] = session

@@ -23,9 +23,9 @@ from pytest_accel.judgement.calibrate import calibrate_entries
 from pytest_accel.judgement.recording import recorded_entries
 from pytest_accel.judgement.results import Recorded, results_document, save_results
 from pytest_accel.judgement.structures import StructureGate, StructureStore
-from pytest_accel.options import AccelOptions
 from pytest_accel.outputs.pages import run_summary_markdown
 from pytest_accel.outputs.terminal import measurement_table, verdict_summary
+from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.storage.files import StoreError
 
 __all__ = ["RunFigures", "RunFiles", "summary_lines"]

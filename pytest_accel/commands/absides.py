@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import final
 
-from pytest_accel.engine.children import kill_group, run_child
+from pytest_accel.commands import abworker
 from pytest_accel.engine.machine import PEAK_FILE_ENV
+from pytest_accel.engine.processes import GitError, kill_group, run_child, start_group
+from pytest_accel.engine.processes import git as run_git
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
 
 __all__ = [
@@ -59,13 +61,12 @@ class Side:
 
 
 def git(cwd: Path, *args: str) -> str:
+    """``git ARGS`` in ``cwd``; an ``ABError`` with git's words when it fails."""
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise ABError("git is not installed (ab checks revisions out with git worktree)") from None
-    if done.returncode != 0:
-        raise ABError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
-    return done.stdout.strip()
+        return run_git(cwd, *args)
+    except GitError as error:
+        missing = str(error) == "git is not installed"
+        raise ABError(f"{error} (ab checks revisions out with git worktree)" if missing else str(error)) from None
 
 
 def commit_of(top: Path, rev: str) -> str:
@@ -166,8 +167,9 @@ def run_process(
     return _finished(side, returncode, result, log, started)
 
 
-# The worker's source, run with ``python -c``: see abworker.py for why it is not ``-m``.
-_WORKER_SOURCE = Path(__file__).with_name("abworker.py").read_text(encoding="utf-8")
+# The worker runs as a script, by its path (see abworker.py for why not ``-m``): nothing of the
+# package is imported before the side's own copy, and ``ps`` shows a short command line.
+_WORKER_SCRIPT = str(Path(abworker.__file__).resolve())
 
 
 @final
@@ -178,16 +180,10 @@ class Worker:
         self.side, self.log, self.runs = side, log, 0
         self.busy = False  # a run was asked for and not answered (an interrupt came in between)
         with log.open("w", encoding="utf-8") as sink:  # what the worker says outside any run
-            self.child = subprocess.Popen(
-                [side.python, "-c", _WORKER_SOURCE],
-                cwd=side.cwd,
-                env=_environment(side),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=sink,
-                text=True,
-                start_new_session=True,
-            )
+            self.child = start_group(
+                [side.python, _WORKER_SCRIPT], side.cwd, _environment(side),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sink, text=True,
+            )  # fmt: skip
 
     @property
     def alive(self) -> bool:

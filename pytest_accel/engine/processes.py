@@ -1,0 +1,183 @@
+"""Every child process pytest-accel starts, and how each ends: the one home of process groups.
+
+A measuring child starts processes of its own (DataLoader workers, a torchrun rank, a neighbour):
+killing only the child would leave them running, competing with whatever is measured next. So a
+child is started in a new session, and when it overruns its time, or the parent is interrupted
+while it runs, its whole group gets SIGTERM, then SIGKILL. Who starts what:
+
+- ``run_child``: a pytest that runs to its end (the fresh-process confirmation, ``ab``'s fresh
+  runs, ``pytest-accel baselines --prune``);
+- ``start_group``: a long-lived child spoken to over pipes (``ab``'s side workers), ended with
+  ``kill_group``;
+- ``launch_detached`` / ``stop_detached``: a process that must not be this one's child (the
+  calibration's standard neighbour: the host-share meter counts children as this job's own);
+- ``git``: a git command, its output or a ``GitError`` with git's own words.
+
+The one process that cannot come through here is ``ab``'s worker itself (commands/abworker.py):
+it runs before a side's own copy of the package is imported, so it imports nothing of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, final
+
+__all__ = [
+    "ChildRun",
+    "GitError",
+    "alive",
+    "git",
+    "kill_group",
+    "launch_detached",
+    "run_child",
+    "start_group",
+    "stop_detached",
+]
+
+# A group gets this long to end after each signal (SIGTERM, then SIGKILL) before the next.
+_GROUP_GRACE_SECONDS = 5.0
+
+
+@final
+@dataclass(frozen=True)
+class ChildRun:
+    """How a child ended: its exit code, or None when it overran ``timeout`` and was killed."""
+
+    returncode: int | None
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+
+def start_group(
+    command: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    *,
+    stdin: IO[Any] | int | None = subprocess.DEVNULL,
+    stdout: IO[Any] | int | None = None,
+    stderr: IO[Any] | int | None = subprocess.STDOUT,
+    text: bool = False,
+) -> subprocess.Popen[Any]:
+    """Start ``command`` in a new session (its own process group), which ``kill_group`` ends whole."""
+    return subprocess.Popen(
+        list(command), cwd=cwd, env=dict(env), stdin=stdin, stdout=stdout, stderr=stderr, text=text,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def run_child(
+    command: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    output: IO[str] | int | None,
+    timeout: float | None = None,
+    stdin: int | None = subprocess.DEVNULL,
+) -> ChildRun:
+    """Run ``command`` in a new process group, stdout and stderr both into ``output`` (a file,
+    ``subprocess.DEVNULL``, or None: this process's stdout); its group is killed when it overruns
+    ``timeout`` or on any exception (KeyboardInterrupt included) while waiting."""
+    child = start_group(command, cwd, env, stdin=stdin, stdout=output)
+    try:
+        return ChildRun(child.wait(timeout))
+    except subprocess.TimeoutExpired:
+        return ChildRun(None)
+    finally:
+        if child.poll() is None:
+            kill_group(child)
+
+
+def kill_group(child: subprocess.Popen[Any]) -> None:
+    """SIGTERM the child's process group, then SIGKILL what is left of it (after 5 s each at most)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, sig)
+        try:
+            child.wait(_GROUP_GRACE_SECONDS)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError):  # processes the child left behind in its group
+        os.killpg(child.pid, signal.SIGKILL)
+
+
+# Starts the command and exits at once, so the command is not a child of the process that asked.
+_LAUNCHER = (
+    "import subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[1:], start_new_session=True, stdin=subprocess.DEVNULL,"
+    " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "print(child.pid)"
+)
+
+
+def launch_detached(command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> int:
+    """Start ``command`` in a process group of its own, not as this process's child; returns its pid.
+
+    Raises ``OSError`` naming why when it cannot be started.
+    """
+    try:
+        launched = subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, *command],
+            cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return int(launched.stdout)
+    except subprocess.CalledProcessError as error:
+        raise OSError(f"the launcher exited {error.returncode}: {error.stderr.strip()[-300:]}") from None
+    except (subprocess.SubprocessError, ValueError) as error:
+        raise OSError(f"the launcher failed: {error}") from None
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs (a zombie does not: an init that is slow to reap it must not hide its end)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def stop_detached(pid: int, grace: float) -> None:
+    """End a detached process's whole group (SIGTERM, ``grace`` seconds, then SIGKILL) and wait for it."""
+    for sent in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, sent)
+        deadline = time.monotonic() + grace
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not alive(pid):
+            return
+
+
+class GitError(Exception):
+    """A git command that failed, or no git; the message is git's own words."""
+
+
+def git(cwd: Path, *args: str, timeout: float | None = None) -> str:
+    """``git ARGS`` in ``cwd``: its stripped stdout; ``GitError`` when git is missing, fails or overruns."""
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except FileNotFoundError:
+        raise GitError("git is not installed") from None
+    except (OSError, subprocess.SubprocessError) as error:
+        raise GitError(f"git {' '.join(args)}: {error}") from None
+    if done.returncode != 0:
+        raise GitError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout.strip()
