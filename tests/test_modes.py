@@ -19,11 +19,12 @@ from pytest_accel.core.measurement import (
     mode_note,
     throttle_problem,
 )
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.engine.devices.cpu import HostTimer
 from pytest_accel.engine.modes import COLD_CALLS_PER_ROUND, RECOVERY_WAIT_SECONDS, ThrottleWatch, TimingMode
 from pytest_accel.engine.sampling import MeasureConfig, measure
 from pytest_accel.judgement.gate import run_gate
-from pytest_accel.judgement.verdict import Outcome, VerdictPolicy
+from pytest_accel.judgement.verdict import VerdictPolicy
 
 FAST = MeasureConfig(measure_seconds=0.1, round_seconds=0.01, min_rounds=5, max_rounds=50)
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.stats import t_cdf, t_quantile
 from pytest_accel.judgement.paired import (
-    PairedOutcome,
     PairedVerdict,
     SequentialPlan,
     calibrated_level,
@@ -69,7 +69,7 @@ def test_bad_pair_counts_are_refused(low: int, high: int) -> None:
 
 def test_a_doubling_is_regressed_at_the_first_look() -> None:
     verdict = judge_pairs([math.log(2.0), math.log(2.1), math.log(1.9)], SequentialPlan())
-    assert verdict.outcome is PairedOutcome.REGRESSED
+    assert verdict.outcome is Outcome.REGRESSED
     assert verdict.low is not None and verdict.low > 1.05
     assert "slower, beyond 5%" in verdict.reason
 
@@ -77,26 +77,26 @@ def test_a_doubling_is_regressed_at_the_first_look() -> None:
 def test_no_claim_between_looks() -> None:
     plan = SequentialPlan()
     assert 6 not in plan.looks
-    assert judge_pairs([math.log(2.0)] * 6, plan).outcome is PairedOutcome.PENDING
-    assert judge_pairs([math.log(2.0)] * 6, plan, last=True).outcome is PairedOutcome.REGRESSED
+    assert judge_pairs([math.log(2.0)] * 6, plan).outcome is Outcome.PENDING
+    assert judge_pairs([math.log(2.0)] * 6, plan, last=True).outcome is Outcome.REGRESSED
 
 
 def test_identical_builds_with_little_noise_are_unchanged() -> None:
     verdict = judge_pairs([0.004, -0.003, 0.001], SequentialPlan())
-    assert verdict.outcome is PairedOutcome.UNCHANGED
+    assert verdict.outcome is Outcome.UNCHANGED
 
 
 def test_a_straddling_interval_at_the_last_look_is_inconclusive_and_says_what_would_decide() -> None:
     rng = random.Random(3)
     ratios = [math.log(1.06) + rng.gauss(0, 0.2) for _ in range(5)]
     verdict = judge_pairs(ratios, SequentialPlan(max_pairs=5))
-    assert verdict.outcome is PairedOutcome.INCONCLUSIVE
+    assert verdict.outcome is Outcome.INCONCLUSIVE
     assert "straddles" in verdict.reason and "pairs at this noise would decide" in verdict.reason
 
 
 def test_too_few_pairs_at_the_end_are_inconclusive() -> None:
     verdict = judge_pairs([0.5], SequentialPlan(), last=True)
-    assert verdict.outcome is PairedOutcome.INCONCLUSIVE and "too few" in verdict.reason
+    assert verdict.outcome is Outcome.INCONCLUSIVE and "too few" in verdict.reason
 
 
 def test_non_finite_ratios_are_refused() -> None:
@@ -109,13 +109,13 @@ def test_claims_follow_the_interval_and_mirror(ratios: list[float], last: bool) 
     plan = SequentialPlan()
     verdict = judge_pairs(ratios, plan, last=last)
     limit = 1 + plan.tolerance
-    if verdict.outcome is PairedOutcome.REGRESSED:
+    if verdict.outcome is Outcome.REGRESSED:
         assert verdict.low is not None and verdict.low > 1 and verdict.ratio is not None and verdict.ratio > limit
-    if verdict.outcome is PairedOutcome.UNCHANGED:
+    if verdict.outcome is Outcome.UNCHANGED:
         assert verdict.low is not None and verdict.high is not None
         assert 1 / limit <= verdict.low <= verdict.high <= limit
     mirrored = judge_pairs([-x for x in ratios], plan, last=last).outcome
-    swap = {PairedOutcome.REGRESSED: PairedOutcome.IMPROVED, PairedOutcome.IMPROVED: PairedOutcome.REGRESSED}
+    swap = {Outcome.REGRESSED: Outcome.IMPROVED, Outcome.IMPROVED: Outcome.REGRESSED}
     assert mirrored is swap.get(verdict.outcome, verdict.outcome)
 
 
@@ -142,9 +142,9 @@ def test_repeated_looks_keep_the_false_alarm_rate_and_catch_a_tenth(_: int) -> N
             while True:
                 ratios.append(shift + rng.gauss(0, 0.07))
                 verdict = judge_pairs(ratios, plan, last=len(ratios) == plan.max_pairs)
-                if verdict.outcome is not PairedOutcome.PENDING:
+                if verdict.outcome is not Outcome.PENDING:
                     break
-            regressed += verdict.outcome is PairedOutcome.REGRESSED
+            regressed += verdict.outcome is Outcome.REGRESSED
             pairs.append(len(ratios))
         return regressed / 2000, sorted(pairs)
 

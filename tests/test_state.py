@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from test_sampling import FakeClock, constant, workload
 
 from pytest_accel.core.measurement import FAULT_SHARE, Measurement
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.engine import sampling as measure_module
 from pytest_accel.engine.devices.cpu import HostTimer, cpu_identity
 from pytest_accel.engine.sampling import STATE_EVERY, MeasureConfig, measure
@@ -24,7 +25,6 @@ from pytest_accel.judgement.gate import REFUTED_LIMIT, Gate, GateMode
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import (
     Observation,
-    Outcome,
     StateShift,
     VerdictPolicy,
     detectable_slowdown,

@@ -12,20 +12,18 @@ from fakes.habana import install_fake_habana
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.structure import SYNC_OPERATORS, Structure, changes, stable_counts
 from pytest_accel.core.validation import Invalid
 from pytest_accel.engine.devices import make_device
 from pytest_accel.engine.structure import CompileWatch, block_calls, structure_key, take_structure
 from pytest_accel.judgement.structures import (
-    CHANGED,
-    NEW,
-    UNCHANGED,
     StructureGate,
     StructureStore,
     StructureVerdict,
     judge_structure,
 )
-from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
+from pytest_accel.judgement.verdict import Verdict, VerdictRecord
 from pytest_accel.storage.files import StoreError
 
 FLASH = "aten::_scaled_dot_product_flash_attention_for_cpu"
@@ -137,17 +135,17 @@ def test_a_corrupt_record_is_named_by_its_key(change: dict, named: str) -> None:
 
 def test_verdicts_new_unchanged_changed() -> None:
     now = record(aten__mm=1)
-    assert judge_structure(None, now, True).outcome == NEW
-    assert judge_structure(now, now, True).outcome == UNCHANGED
+    assert judge_structure(None, now, True).outcome == Outcome.NEW
+    assert judge_structure(now, now, True).outcome == Outcome.UNCHANGED
     changed = judge_structure(record(aten__mm=2), now, enforced=False)
-    assert changed.outcome == CHANGED and not changed.fails
+    assert changed.outcome == Outcome.CHANGED and not changed.fails
     assert changed.lines == ("aten::mm calls per call 2 -> 1",)
 
 
 def test_a_failing_change_makes_the_whole_verdict_regressed_and_round_trips() -> None:
     time = Verdict(Outcome.UNCHANGED, "time", "within")
-    failing = VerdictRecord(time, structure=StructureVerdict(CHANGED, ("aten::mm new",), True))
-    warned = VerdictRecord(time, structure=StructureVerdict(CHANGED, ("aten::mm new",), False))
+    failing = VerdictRecord(time, structure=StructureVerdict(Outcome.CHANGED, ("aten::mm new",), True))
+    warned = VerdictRecord(time, structure=StructureVerdict(Outcome.CHANGED, ("aten::mm new",), False))
     assert failing.outcome is Outcome.REGRESSED and warned.outcome is Outcome.UNCHANGED
     assert VerdictRecord.from_dict(json.loads(json.dumps(failing.to_dict()))) == failing
     with pytest.raises(ValueError, match="unknown outcome"):

@@ -46,11 +46,12 @@ from pytest_accel.commands.absides import (
 )
 from pytest_accel.core.measurement import Measurement, display_name
 from pytest_accel.core.operator_table import absent_line, explain
+from pytest_accel.core.outcomes import PAIRED, Outcome
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_rate, format_seconds
-from pytest_accel.judgement.paired import PairedOutcome, PairedVerdict, SequentialPlan, judge_pairs
+from pytest_accel.judgement.paired import PairedVerdict, SequentialPlan, judge_pairs
 from pytest_accel.judgement.results import merged_document, save_results
-from pytest_accel.judgement.verdict import Observation, Outcome, Verdict, VerdictPolicy, judge_memory
+from pytest_accel.judgement.verdict import Observation, Verdict, VerdictPolicy, judge_memory
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.storage.files import encode, write_atomically
 
@@ -135,7 +136,7 @@ class Track:
     base: list[Measurement] = field(default_factory=list)
     head: list[Measurement] = field(default_factory=list)
     log_ratios: list[float] = field(default_factory=list)
-    verdict: PairedVerdict = field(default_factory=lambda: PairedVerdict(PairedOutcome.PENDING, 0))
+    verdict: PairedVerdict = field(default_factory=lambda: PairedVerdict(Outcome.PENDING, 0))
     operators: tuple[str, ...] = ()  # a regression's operator diff, base -> head (Sitting.explain)
 
     @property
@@ -157,9 +158,7 @@ class Track:
     @property
     def regressed(self) -> bool:
         memory = self.memory
-        return self.verdict.outcome is PairedOutcome.REGRESSED or (
-            memory is not None and memory.outcome is Outcome.REGRESSED
-        )
+        return self.verdict.outcome is Outcome.REGRESSED or (memory is not None and memory.outcome is Outcome.REGRESSED)
 
     @staticmethod
     def figure(measurement: Measurement) -> float:
@@ -231,7 +230,7 @@ class Sitting:
         tests: dict[str, bool] = {}
         for (test, _), track in self.tracks.items():
             tests[test] = tests.get(test, True) and track.verdict.outcome not in (
-                PairedOutcome.PENDING, PairedOutcome.INCONCLUSIVE,
+                Outcome.PENDING, Outcome.INCONCLUSIVE,
             )  # fmt: skip
         return [argument for test, done in sorted(tests.items()) if done for argument in ("--deselect", test)]
 
@@ -276,19 +275,19 @@ class Sitting:
         measured = {name: dict(run.results.measurements) if run.results else {} for name, run in runs.items()}
         for key in sorted(set(measured["base"]) | set(measured["head"])):
             track = self.tracks.setdefault(key, Track(key))
-            if track.verdict.decided or track.verdict.outcome is PairedOutcome.ERROR:
+            if track.verdict.decided or track.verdict.outcome is Outcome.ERROR:
                 continue
             self._step(track, key, runs, measured)
         for name, run in runs.items():  # a test that failed before measuring anything
             for test in run.failed:
                 for key, track in self.tracks.items():
-                    if key[0] == test and track.verdict.outcome is PairedOutcome.PENDING:
+                    if key[0] == test and track.verdict.outcome is Outcome.PENDING:
                         track.verdict = self._error(name, test, run)
                 if not any(key[0] == test for key in self.tracks):
                     self.tracks[(test, "-")] = Track((test, "-"), verdict=self._error(name, test, run))
 
     def _error(self, name: str, test: str, run: ProcessRun) -> PairedVerdict:
-        return PairedVerdict(PairedOutcome.ERROR, self.pairs, reason=f"{name}: {test} failed (see {run.log})")
+        return PairedVerdict(Outcome.ERROR, self.pairs, reason=f"{name}: {test} failed (see {run.log})")
 
     def _step(self, track: Track, key: Key, runs: Mapping[str, ProcessRun], measured: Mapping[str, Any]) -> None:
         failed = [name for name, run in runs.items() if key[0] in run.failed]
@@ -298,13 +297,13 @@ class Sitting:
         base, head = measured["base"].get(key), measured["head"].get(key)
         if base is None or head is None:
             if track.log_ratios:  # measured before, missing now: the selection changed under us
-                track.verdict = PairedVerdict(PairedOutcome.ERROR, self.pairs, reason="stopped appearing in results")
+                track.verdict = PairedVerdict(Outcome.ERROR, self.pairs, reason="stopped appearing in results")
             elif head is not None:
                 track.head.append(head)
-                track.verdict = PairedVerdict(PairedOutcome.NEW, self.pairs, reason="only the head has this test")
+                track.verdict = PairedVerdict(Outcome.NEW, self.pairs, reason="only the head has this test")
             else:
                 track.base.append(base)
-                track.verdict = PairedVerdict(PairedOutcome.GONE, self.pairs, reason="only the base has this test")
+                track.verdict = PairedVerdict(Outcome.GONE, self.pairs, reason="only the base has this test")
             return
         if base.disabled or head.disabled:
             raise ABError("timing is disabled (--benchmark-disable?): ab needs timed rounds on both sides")
@@ -314,7 +313,7 @@ class Sitting:
         track.verdict = judge_pairs(track.log_ratios, self.settings.plan)
 
     def pending(self) -> list[Track]:
-        return [t for t in self.tracks.values() if t.verdict.outcome is PairedOutcome.PENDING]
+        return [t for t in self.tracks.values() if t.verdict.outcome is Outcome.PENDING]
 
     def run(self, progress: Any) -> None:
         plan, budget = self.settings.plan, self.settings.max_minutes * 60
@@ -327,7 +326,7 @@ class Sitting:
             if not self.tracks:
                 raise ABError("the selection measured nothing on either side (no test called throughput)")
             if not pending:
-                hit_limit = any(t.verdict.outcome is PairedOutcome.INCONCLUSIVE for t in self.tracks.values())
+                hit_limit = any(t.verdict.outcome is Outcome.INCONCLUSIVE for t in self.tracks.values())
                 self.stop_reason = f"--max-pairs {plan.max_pairs} reached" if hit_limit else "every test decided"
                 return
             if self.pairs >= plan.max_pairs:
@@ -343,7 +342,7 @@ class Sitting:
     def explain(self) -> None:
         """One more process per side for the regressed tests, each profiled with its trace written:
         which operators changed, base -> head. Not a pair: its figures judge nothing."""
-        regressed = {key for key, t in self.tracks.items() if t.verdict.outcome is PairedOutcome.REGRESSED}
+        regressed = {key for key, t in self.tracks.items() if t.verdict.outcome is Outcome.REGRESSED}
         if not regressed:
             return
         others = sorted({test for test, _ in self.tracks} - {test for test, _ in regressed})
@@ -371,9 +370,9 @@ class Sitting:
         outcomes = [(t.verdict.outcome, t.verdict.reason) for t in self.tracks.values()]
         if any(track.regressed for track in self.tracks.values()):
             return EXIT_REGRESSED
-        if any(outcome is PairedOutcome.ERROR and reason.startswith("base") for outcome, reason in outcomes):
+        if any(outcome is Outcome.ERROR and reason.startswith("base") for outcome, reason in outcomes):
             return EXIT_USAGE
-        if any(outcome in (PairedOutcome.ERROR, PairedOutcome.INCONCLUSIVE) for outcome, _ in outcomes):
+        if any(outcome in (Outcome.ERROR, Outcome.INCONCLUSIVE) for outcome, _ in outcomes):
             return EXIT_INCONCLUSIVE
         if not any(track.log_ratios for track in self.tracks.values()):
             return EXIT_USAGE  # a sitting that compared nothing must never pass
@@ -384,7 +383,7 @@ class Sitting:
         lines = [
             f"NOT COMPARED: {display_name(*key)}: {track.verdict.reason}"
             for key, track in sorted(self.tracks.items())
-            if track.verdict.outcome in (PairedOutcome.NEW, PairedOutcome.GONE)
+            if track.verdict.outcome in (Outcome.NEW, Outcome.GONE)
         ]
         if lines and not any(track.log_ratios for track in self.tracks.values()):
             lines.append(
@@ -398,7 +397,7 @@ def table(sitting: Sitting) -> tuple[list[str], list[list[str]]]:
     base, head = sitting.sides["base"], sitting.sides["head"]
     header = ["test", f"base: {base.label}", f"head: {head.label}", "head vs base", "pairs", "verdict", "peak memory"]
     rows = []
-    order = {o: i for i, o in enumerate(PairedOutcome)}
+    order = {o: i for i, o in enumerate(PAIRED)}
     for track in sorted(sitting.tracks.values(), key=lambda t: (order[t.verdict.outcome], t.key)):
         data = track.to_dict()
         rate = {

@@ -21,6 +21,7 @@ from pathlib import Path
 from pytest_accel.commands.ab import ABError, ABSettings, run_ab
 from pytest_accel.core.measurement import display_name
 from pytest_accel.core.operator_table import explain
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.core.validation import number_text
 from pytest_accel.engine.processes import run_child
@@ -29,7 +30,7 @@ from pytest_accel.judgement.baselines import BaselineStore
 from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, DETECTORS
 from pytest_accel.judgement.paired import SequentialPlan
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
-from pytest_accel.judgement.verdict import Observation, Outcome, VerdictPolicy, judge_time
+from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_time
 from pytest_accel.outputs.exports import bencher_metrics, github_action_benchmark
 from pytest_accel.outputs.history_index import HistoryIndex, HistoryIndexError
 from pytest_accel.outputs.history_store import (

@@ -36,7 +36,6 @@ Pure logic: no torch, no pytest, no processes (``pytest_accel.commands.ab`` runs
 
 from __future__ import annotations
 
-import enum
 import functools
 import math
 import random
@@ -45,10 +44,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
+from pytest_accel.core.outcomes import PAIRED, Outcome, outcome_of
 from pytest_accel.core.stats import t_cdf, t_quantile
 from pytest_accel.core.units import format_percent_change
 
-__all__ = ["PairedOutcome", "PairedVerdict", "SequentialPlan", "calibrated_level", "judge_pairs", "look_schedule"]
+__all__ = ["PairedVerdict", "SequentialPlan", "calibrated_level", "judge_pairs", "look_schedule"]
 
 LOOK_GROWTH = 1.25  # each look at ~25% more pairs than the last
 CALIBRATION_SITTINGS = 20_000  # simulated sittings per (schedule, alpha): the level to about 5%
@@ -156,26 +156,13 @@ class SequentialPlan:
         return math.ceil((t * spread / distance) ** 2)
 
 
-class PairedOutcome(str, enum.Enum):
-    REGRESSED = "regressed"
-    IMPROVED = "improved"
-    UNCHANGED = "unchanged"
-    INCONCLUSIVE = "inconclusive"  # the last look made no claim
-    PENDING = "pending"  # no claim yet, more pairs to come
-    NEW = "new"  # only the head measured it
-    GONE = "gone"  # only the base measured it
-    ERROR = "error"  # a side could not measure it (its test failed or errored)
-
-
-DECIDED = frozenset(
-    {PairedOutcome.REGRESSED, PairedOutcome.IMPROVED, PairedOutcome.UNCHANGED, PairedOutcome.NEW, PairedOutcome.GONE}
-)
+DECIDED = frozenset({Outcome.REGRESSED, Outcome.IMPROVED, Outcome.UNCHANGED, Outcome.NEW, Outcome.GONE})
 
 
 @final
 @dataclass(frozen=True)
 class PairedVerdict:
-    outcome: PairedOutcome
+    outcome: Outcome  # one of core.outcomes.PAIRED
     pairs: int
     ratio: float | None = None  # head time over base time (geometric mean over the pairs)
     low: float | None = None
@@ -199,7 +186,7 @@ class PairedVerdict:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PairedVerdict:
         return cls(
-            outcome=PairedOutcome(data["outcome"]),
+            outcome=outcome_of(data["outcome"], PAIRED, "paired verdict"),
             pairs=int(data["pairs"]),
             ratio=data.get("ratio"),
             low=data.get("low"),
@@ -223,21 +210,21 @@ def judge_pairs(log_ratios: Sequence[float], plan: SequentialPlan, *, last: bool
         raise ValueError("log ratios must be finite")
     if n < 2 or (n not in plan.looks and not last):
         if last:
-            return PairedVerdict(PairedOutcome.INCONCLUSIVE, n, reason=f"{n} pair(s): too few for an interval")
-        return PairedVerdict(PairedOutcome.PENDING, n)
+            return PairedVerdict(Outcome.INCONCLUSIVE, n, reason=f"{n} pair(s): too few for an interval")
+        return PairedVerdict(Outcome.PENDING, n)
     ratio, low, high = plan.interval(log_ratios)
     limit = 1 + plan.tolerance
     text, band = _interval_text(ratio, low, high), f"{plan.tolerance:.0%}"
     if low > 1 and ratio > limit:
-        return PairedVerdict(PairedOutcome.REGRESSED, n, ratio, low, high, f"{text}: slower, beyond {band}")
+        return PairedVerdict(Outcome.REGRESSED, n, ratio, low, high, f"{text}: slower, beyond {band}")
     if high < 1 and ratio < 1 / limit:
-        return PairedVerdict(PairedOutcome.IMPROVED, n, ratio, low, high, f"{text}: faster, beyond {band}")
+        return PairedVerdict(Outcome.IMPROVED, n, ratio, low, high, f"{text}: faster, beyond {band}")
     if 1 / limit <= low and high <= limit:
-        return PairedVerdict(PairedOutcome.UNCHANGED, n, ratio, low, high, f"{text}: within ±{band}")
+        return PairedVerdict(Outcome.UNCHANGED, n, ratio, low, high, f"{text}: within ±{band}")
     if not last and n < plan.max_pairs:
-        return PairedVerdict(PairedOutcome.PENDING, n, ratio, low, high, text)
+        return PairedVerdict(Outcome.PENDING, n, ratio, low, high, text)
     needed = plan.pairs_needed(log_ratios)
     hint = f"; about {needed} pairs at this noise would decide" if needed and needed > n else ""
     return PairedVerdict(
-        PairedOutcome.INCONCLUSIVE, n, ratio, low, high, f"{text}: straddles the ±{plan.tolerance:.0%} band{hint}"
+        Outcome.INCONCLUSIVE, n, ratio, low, high, f"{text}: straddles the ±{plan.tolerance:.0%} band{hint}"
     )

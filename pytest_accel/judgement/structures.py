@@ -16,14 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
+from pytest_accel.core.outcomes import STRUCTURE, Outcome, outcome_of
 from pytest_accel.core.structure import Structure, changes
 from pytest_accel.storage.entries import EntryFiles
 
 __all__ = [
-    "CHANGED",
-    "NEW",
     "STRUCTURE_POLICIES",
-    "UNCHANGED",
     "StructureGate",
     "StructureStore",
     "StructureVerdict",
@@ -31,7 +29,6 @@ __all__ = [
     "structure_failure",
 ]
 
-CHANGED, UNCHANGED, NEW = "changed", "unchanged", "new"
 # What a structural change does to its test: fail it (the default), warn (reported, passes), or
 # off (no record is taken).
 STRUCTURE_POLICIES = ("fail", "warn", "off")
@@ -43,16 +40,16 @@ _FOLDER = "structure"
 class StructureVerdict:
     """``changed`` / ``unchanged`` / ``new``, the lines naming each change, and whether a change fails its test."""
 
-    outcome: str
+    outcome: Outcome  # one of core.outcomes.STRUCTURE
     lines: tuple[str, ...] = ()
     enforced: bool = True
 
     @property
     def fails(self) -> bool:
-        return self.outcome == CHANGED and self.enforced
+        return self.outcome is Outcome.CHANGED and self.enforced
 
     def to_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "lines": list(self.lines), "enforced": self.enforced}
+        return {"outcome": self.outcome.value, "lines": list(self.lines), "enforced": self.enforced}
 
     @classmethod
     def from_dict(cls, data: object) -> StructureVerdict:
@@ -60,21 +57,20 @@ class StructureVerdict:
         if not isinstance(data, Mapping):
             raise ValueError(f"structure verdict: expected an object, got {type(data).__name__}")
         outcome, lines, enforced = data.get("outcome"), data.get("lines", []), data.get("enforced", True)
-        if outcome not in (CHANGED, UNCHANGED, NEW):
-            raise ValueError(f"structure verdict: unknown outcome {outcome!r}")
+        checked = outcome_of(outcome, STRUCTURE, "structure verdict")
         if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
             raise ValueError("structure verdict: 'lines' must be a list of strings")
         if not isinstance(enforced, bool):
             raise ValueError("structure verdict: 'enforced' must be true or false")
-        return cls(outcome, tuple(lines), enforced)
+        return cls(checked, tuple(lines), enforced)
 
 
 def judge_structure(then: Structure | None, now: Structure, enforced: bool) -> StructureVerdict:
     """``now`` against the stored record: every difference is a change (no tolerance: they are counts)."""
     if then is None:
-        return StructureVerdict(NEW, (f"no structural record for this test under {now.key}",), enforced)
+        return StructureVerdict(Outcome.NEW, (f"no structural record for this test under {now.key}",), enforced)
     lines = changes(then, now)
-    return StructureVerdict(CHANGED if lines else UNCHANGED, tuple(lines), enforced)
+    return StructureVerdict(Outcome.CHANGED if lines else Outcome.UNCHANGED, tuple(lines), enforced)
 
 
 def structure_failure(test: str, key: str, verdict: StructureVerdict) -> str:

@@ -39,7 +39,6 @@ docs/sensitivity.md.
 
 from __future__ import annotations
 
-import enum
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -47,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, final
 
 from pytest_accel.core.measurement import FOREIGN_CPU, UNPROBED, compared_samples, probe_normalized
+from pytest_accel.core.outcomes import TIME, Outcome, outcome_of
 from pytest_accel.core.stats import (
     mann_whitney_p,
     median,
@@ -76,16 +76,6 @@ __all__ = [
     "pooled_run_spread",
     "state_shift",
 ]
-
-
-class Outcome(enum.Enum):
-    """What a comparison concluded."""
-
-    REGRESSED = "regressed"
-    IMPROVED = "improved"
-    UNCHANGED = "unchanged"
-    NOISY = "noisy"
-    NEW = "new"
 
 
 @final
@@ -204,10 +194,7 @@ class Verdict:
         """Inverse of ``to_dict``; raises ``ValueError`` naming the bad field."""
         if not isinstance(data, Mapping):
             raise ValueError(f"{metric} verdict: expected an object, got {type(data).__name__}")
-        try:
-            outcome = Outcome(data.get("outcome"))
-        except ValueError:
-            raise ValueError(f"{metric} verdict: unknown outcome {data.get('outcome')!r}") from None
+        outcome = outcome_of(data.get("outcome"), TIME, f"{metric} verdict")
         reason = data.get("reason", "")
         if not isinstance(reason, str):
             raise ValueError(f"{metric} verdict: 'reason' must be a string")

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_accel.core.measurement import Measurement, display_name, mode_note
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.units import format_rate, percent_of_peak
 from pytest_accel.judgement.results import Recorded, ResultFile
-from pytest_accel.judgement.verdict import Outcome
 from pytest_accel.outputs.plots import plot_png
 from pytest_accel.outputs.terminal import verdict_cell
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_accel.core.measurement import display_name, mode_note
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
 from pytest_accel.judgement.results import Recorded
-from pytest_accel.judgement.verdict import Outcome, VerdictRecord
+from pytest_accel.judgement.verdict import VerdictRecord
 
 __all__ = ["device_lines", "measurement_table", "verdict_cell", "verdict_summary"]
 
@@ -20,7 +21,7 @@ def _row(record: Recorded) -> tuple[str, ...]:
     if m.disabled:
         structure = record.verdict.structure if record.verdict is not None else None
         if structure is not None:  # --accel-structure-only: what ran was judged, not time
-            return (test, m.device_key, "untimed", "-", "-", "-", "-", "-", f"structure {structure.outcome}")
+            return (test, m.device_key, "untimed", "-", "-", "-", "-", "-", f"structure {structure.outcome.value}")
         return (test, m.device_key, "disabled", "-", "-", "-", "-", "-", "-")
     tflops = m.tflops
     return (
@@ -41,7 +42,7 @@ def verdict_cell(verdict: VerdictRecord | None) -> str:
     if verdict is None:
         return "-"
     cell = verdict.outcome.value
-    if verdict.structure is not None and verdict.structure.outcome == "changed":
+    if verdict.structure is not None and verdict.structure.outcome is Outcome.CHANGED:
         cell += " (structure)" if verdict.structure.fails else " (structure changed: warned)"
     if verdict.time.ratio is not None:
         cell += f" {format_percent_change(verdict.time.ratio)}"
@@ -72,8 +73,8 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
     for record in records:
         if record.verdict is not None and not record.measurement.disabled:
             outcome = record.verdict.time.outcome.value
-            if record.verdict.outcome.value == "regressed":
-                outcome = "regressed"
+            if record.verdict.outcome is Outcome.REGRESSED:
+                outcome = Outcome.REGRESSED.value
             counts[outcome] = counts.get(outcome, 0) + 1
     lines = _abstention_lines(records, counts, updating)
     lines += [
@@ -142,7 +143,7 @@ def _structure_lines(records: Sequence[Recorded], updating: bool) -> list[str]:
     for record in records:
         structure = record.verdict.structure if record.verdict is not None else None
         if structure is not None:
-            counts[structure.outcome] = counts.get(structure.outcome, 0) + 1
+            counts[structure.outcome.value] = counts.get(structure.outcome.value, 0) + 1
     if not counts:
         return []
     line = "accel: what ran: " + ", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items()))

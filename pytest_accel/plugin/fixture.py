@@ -24,6 +24,7 @@ import pytest
 from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.core.measurement import EAGER, GRAPH, TIMINGS, UNPROBED, Measurement
 from pytest_accel.core.operator_table import absent_line, explain
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.structure import Structure
 from pytest_accel.core.units import format_bytes, format_seconds
 from pytest_accel.engine.devices.base import (
@@ -39,8 +40,8 @@ from pytest_accel.engine.profiling import TraceError, profile_operators
 from pytest_accel.engine.sampling import MeasureConfig, MeasurementError, TimingMode, check_finite, measure
 from pytest_accel.engine.structure import CompileWatch, take_structure
 from pytest_accel.judgement.gate import RECORD_HINT, GateResult
-from pytest_accel.judgement.structures import CHANGED, UNCHANGED, StructureVerdict
-from pytest_accel.judgement.verdict import Outcome, Verdict, VerdictRecord
+from pytest_accel.judgement.structures import StructureVerdict
+from pytest_accel.judgement.verdict import Verdict, VerdictRecord
 
 # A first measurement taking this many times its budget (measure + warm-up seconds, and over 10 s)
 # is warned about: its calls are too long for the minimum number of rounds.
@@ -318,9 +319,9 @@ class Throughput:
             return record, None if failure is None else _with_lines(failure, [note])
         verdict, structural_failure = plan.judge(name, now)
         record = replace(record, structure=verdict)
-        if failure is not None and verdict.outcome == CHANGED:
+        if failure is not None and verdict.outcome is Outcome.CHANGED:
             failure = _with_lines(failure, ["what ran changed:", *(f"  {line}" for line in verdict.lines)])
-        elif failure is not None and verdict.outcome == UNCHANGED:
+        elif failure is not None and verdict.outcome is Outcome.UNCHANGED:
             failure = _with_lines(failure, ["what ran is unchanged: the same operators, as often, as at the baseline"])
         elif failure is None:
             failure = structural_failure
