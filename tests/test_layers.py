@@ -7,6 +7,7 @@ TYPE_CHECKING), so an upward import cannot hide behind a lazy import.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,19 @@ def test_functions_stay_readable() -> None:
                 if node.end_lineno - node.lineno + 1 > 80:
                     long[name] = node.end_lineno - node.lineno + 1
     assert long == {}
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def test_the_map_names_every_module_and_no_other() -> None:
+    """docs/architecture.md is the one map of the code: every module it names (``folder/module.py``,
+    relative to the package) exists, and every module of the package is named there."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    outside = ("tests/", "benchmarks/", "perf_tests/", "docs/")  # files of the repository, not of the package
+    named = {name for name in re.findall(r"`((?:[a-z_]+/)*[a-z_]+\.py)`", text) if not name.startswith(outside)}
+    modules = {str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")}
+    assert {"missing from the map": sorted(modules - named), "named but absent": sorted(named - modules)} == {
+        "missing from the map": [],
+        "named but absent": [],
+    }
