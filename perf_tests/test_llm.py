@@ -38,7 +38,7 @@ def test_llm_train_step(throughput: Any, accel_device: Device, accel_profile: st
 
 # The full profile's decode is timed over the first DECODE_WINDOW of the 2048 new tokens: one call
 # of the whole 2048 outlasted 45 s per test on an H200 (warm-up, a memory call and 20 rounds of
-# calls of ~1 s each; docs/device-check-h200), past what a nightly can give each of its tests.
+# calls of ~1 s each; docs/studies/device-check-h200), past what a nightly can give each of its tests.
 DECODE_WINDOW = 256
 # ... and in fewer rounds (5 of 256 tokens, a few seconds each), a 1 s warm-up budget: perf marker
 # settings that perf_tests/conftest.py gives these tests in the full profile only.

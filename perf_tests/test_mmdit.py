@@ -88,7 +88,7 @@ def _checkpointing(model: Any, profile: str) -> str:
 
     Stability trained this model at batch 16 per device (Gaudi 2 at 16, 1.5x an H100-80GB; batch 32
     fit Gaudi 2's 96 GB). Without activation checkpointing, batch 16 at 1024x1024 peaked at
-    137.56 GiB on a 139.8 GiB H200 and ran out of memory (docs/device-check-h200, 2026-12-01): fp32
+    137.56 GiB on a 139.8 GiB H200 and ran out of memory (docs/studies/device-check-h200, 2026-12-01): fp32
     master weights, gradients and AdamW's two moments are 32 GB; every block's activations the rest.
     With diffusers' ``enable_gradient_checkpointing`` only each block's inputs are kept and its
     activations are recomputed in the backward pass (about a third more compute; the figure's FLOPs

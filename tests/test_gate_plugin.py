@@ -268,7 +268,7 @@ def test_a_slowdown_of_one_process_only_does_not_fail(recorded: pytest.Pytester)
 @pytest.mark.slow
 def test_the_confirmation_process_loads_the_plugins_this_run_loaded(recorded: pytest.Pytester) -> None:
     # The slowdown comes from a plugin given with -p, as a plugin that patches a kernel would make it
-    # (benchmarks/force_math_sdpa.py). A child without it measured other code and refuted the
+    # (docs/studies/backend-switch/force_math_sdpa.py). A child without it measured other code and refuted the
     # regression: the flash -> math switch read "a fresh process did not confirm it" (2026-12-01).
     recorded.makepyfile(slower="REPS = 30\n")
     recorded.makepyfile(

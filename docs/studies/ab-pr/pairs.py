@@ -19,7 +19,7 @@ def figures(path: Path) -> dict[str, float]:
     out = {}
     for entry in json.loads(path.read_text())["results"]:
         samples, probes = entry["samples"], entry.get("probe_samples") or []
-        compared = [s / p for s, p in zip(samples, probes)] if probes else samples
+        compared = [s / p for s, p in zip(samples, probes, strict=True)] if probes else samples
         out[entry["test"]] = statistics.median(compared)
     return out
 

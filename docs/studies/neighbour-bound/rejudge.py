@@ -16,10 +16,10 @@ import collections
 import sys
 from pathlib import Path
 
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.judgement.baselines import BaselineStore
 from pytest_accel.judgement.gate import _observation
 from pytest_accel.judgement.results import load_results
-from pytest_accel.core.outcomes import Outcome
 from pytest_accel.judgement.verdict import VerdictPolicy, judge_time, pooled_run_spread
 
 

@@ -17,9 +17,9 @@ import time
 import torch
 
 sys.path.insert(0, "perf_tests")
-from workloads.attention import BACKENDS, shapes  # noqa: E402
+from workloads.attention import BACKENDS, shapes
 
-from pytest_accel.engine.devices.hostalloc import configure_host_allocator  # noqa: E402
+from pytest_accel.engine.devices.hostalloc import configure_host_allocator
 
 mode = sys.argv[1]
 print("host allocator:", configure_host_allocator(mode))
