@@ -10,6 +10,7 @@ mix. Pure: stdlib only.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import tempfile
@@ -52,9 +53,24 @@ def decode(raw: bytes, where: str) -> object:
 def encode(document: Any) -> bytes:
     """A document's bytes: sorted keys, two-space indent, UTF-8, a trailing newline; equal content, equal bytes.
 
-    NaN and infinities are refused (``ValueError``): JSON has none, and a reader would refuse them.
+    JSON has no NaN and no infinity (``jq`` and most readers refuse Python's ``Infinity``): a
+    non-finite number, such as the open end of an interval of one pair, is written ``null``.
     """
-    return (json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
+    try:
+        text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # rare: walk the document once more, writing null for each non-finite number
+        text = json.dumps(_finite(document), sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode()
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def write_atomically(path: Path, data: bytes) -> None:
