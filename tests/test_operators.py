@@ -401,3 +401,32 @@ def test_launches_that_multiplied_show_on_a_device_table() -> None:
     lines = explain(then, now)
     assert "  aten::mm: host 40 us -> 400 us (+360 us, calls 4 -> 40)" in lines
     assert "  cudaLaunchKernel: host 20 us -> 200 us (+180 us, calls 4 -> 40)" in lines
+
+
+WRITES_TO_STDERR = """
+import os
+
+import torch
+
+
+def test_kernel(throughput):
+    x = torch.ones(64, 64)
+
+    def work():
+        os.write(2, b"the workload's own line\\n")  # as a C++ library's warning would
+        return x @ x
+
+    throughput(work, items=1, unit="matmuls")
+    raise AssertionError("show the captured output")
+"""
+
+
+def test_the_plugins_own_profiling_leaves_no_line_in_the_captured_output(perf_pytester: pytest.Pytester) -> None:
+    """kineto's "USDT: ... profiler_start/stop" lines come from the plugin's profiled blocks (operator
+    tables, the structural record), not from the test: they stay out of its captured stderr, while a line
+    the workload writes to file descriptor 2 during those blocks is kept."""
+    perf_pytester.makepyfile(test_noisy=WRITES_TO_STDERR)
+    result = perf_pytester.runpytest("--device", "cpu", "--accel-operators", "always", *FAST_OPTIONS)
+    result.assert_outcomes(failed=1)
+    assert "USDT" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*Captured stderr call*", "the workload's own line"])

@@ -11,11 +11,15 @@ PyTorch" passes, with the bridge imported first (**not yet run on Gaudi**).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
+import os
 import re
+import sys
+import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +86,32 @@ def _activities(device: Device) -> list[Any]:
         raise OperatorProfileError(str(error)) from None
 
 
+# What the profiler itself writes to file descriptor 2 when it starts and stops (kineto:
+# "USDT:2026-12-02 20:08:01 28421:28421 SyncActivityProfilerHandler.cpp:52] profiler_start").
+_PROFILER_LINE = re.compile(rb"^USDT:.*\] profiler_(start|stop)\b")
+
+
+@contextlib.contextmanager
+def _without_profiler_lines() -> Iterator[None]:
+    """The profiler's own start/stop lines are the plugin's, not the test's: kept out of its captured
+    stderr. Everything else written to file descriptor 2 meanwhile (a C++ warning of the workload's)
+    passes through, in order, when the block ends."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            kept = [line for line in sink.read().splitlines(keepends=True) if not _PROFILER_LINE.match(line)]
+            if kept:
+                os.write(2, b"".join(kept))
+
+
 def profiled(fn: Callable[[], Any], device: Device, calls: int, activities: list[Any]) -> Any:
     """``calls`` calls of ``fn`` (each ending its step) under ``torch.profiler``, the device drained before
     and inside: the profile. Shared with the structural record (engine/structure.py)."""
@@ -90,7 +120,7 @@ def profiled(fn: Callable[[], Any], device: Device, calls: int, activities: list
     device.synchronize()
     # The profiler warns about its own cycles and missing counters; a project that makes warnings
     # errors must not lose a regression's verdict to them.
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _without_profiler_lines():
         warnings.simplefilter("ignore")
         with profile(activities=activities) as prof:
             for _ in range(calls):
