@@ -17,7 +17,7 @@ from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Outcome
 from pytest_accel.engine.processes import ChildRun
 from pytest_accel.judgement import confirm as confirm_module
-from pytest_accel.judgement.confirm import ChildSettings, confirm_in_fresh_process
+from pytest_accel.judgement.confirm import ChildSettings, accept_command, confirm_in_fresh_process
 from pytest_accel.judgement.results import Recorded, results_document
 from pytest_accel.judgement.verdict import Verdict, VerdictRecord
 
@@ -82,3 +82,32 @@ def test_a_child_that_wrote_nothing_says_its_exit_code(monkeypatch: pytest.Monke
     fresh = confirm(monkeypatch, tmp_path, None, returncode=4)
     assert fresh.outcome is None
     assert "wrote no results (exit 4)" in fresh.detail
+
+
+@pytest.mark.parametrize(
+    ("args", "paths", "expected"),
+    [
+        (
+            ["perf_tests", "--device", "cpu"],
+            ["perf_tests"],
+            "pytest 'perf_tests/t.py::test[a b]' --device cpu --accel-x",
+        ),
+        (["-k", "flash", "perf_tests", "-q"], ["perf_tests"], "pytest 'perf_tests/t.py::test[a b]' -q --accel-x"),
+        (["-kflash", "-m", "not slow", "--accel-update"], [], "pytest 'perf_tests/t.py::test[a b]' --accel-x"),
+        (
+            ["--accel-baselines", "bl", "bl"],
+            ["bl"],
+            "pytest 'perf_tests/t.py::test[a b]' --accel-baselines bl --accel-x",
+        ),
+    ],
+)
+def test_the_accept_command_keeps_the_users_options_and_names_the_test(
+    args: list[str], paths: list[str], expected: str, tmp_path: Path
+) -> None:
+    """Selection (paths, -k, -m) and recording flags give way to the test's id; the rest is kept, quoted."""
+    assert accept_command("perf_tests/t.py::test[a b]", args, paths, tmp_path, tmp_path, "--accel-x") == expected
+
+
+def test_the_accept_command_names_the_test_from_where_pytest_was_started(tmp_path: Path) -> None:
+    command = accept_command("perf_tests/t.py::test", [], [], tmp_path / "perf_tests", tmp_path, "--accel-update")
+    assert command == "pytest t.py::test --accel-update"

@@ -121,7 +121,7 @@ def test_a_slowdown_fails_its_own_test_with_the_figures(recorded: pytest.Pyteste
             "*time: time +*% [[]95% CI +*% .. +*%[]] relative to the reference kernel, beyond the 5% tolerance; "
             "confirmed by 2 re-measurement(s)*",
             "*baseline: commit *, 20*, torch *",
-            "*--accel-reset-history -k <this test>*",
+            "*if the change is intended, record it: pytest test_sleepy.py::test_sleep * --accel-reset-history",
         ]
     )
     result.stdout.fnmatch_lines(["FAILED test_sleepy.py::test_sleep*"])

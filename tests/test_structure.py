@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -320,6 +321,11 @@ def test_a_fallback_fails_untimed_naming_the_kernel(perf_pytester: pytest.Pytest
             "*aten::bmm new*",
         ]
     )
+    # The accept command pastes as printed: it records the change, and the same run then passes.
+    (accept,) = [line.split("record it: ", 1)[1] for line in fallback.outlines if "record it: pytest " in line]
+    assert accept.startswith("pytest test_attn.py::test_attention ") and accept.endswith(" --accel-update")
+    perf_pytester.run(*shlex.split(accept)).assert_outcomes(passed=1)
+    perf_pytester.runpytest(*OPTIONS).assert_outcomes(passed=1)
 
 
 def test_a_warned_change_passes_and_is_counted(perf_pytester: pytest.Pytester) -> None:

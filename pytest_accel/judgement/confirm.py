@@ -12,9 +12,10 @@ child agrees. The child does not spawn children of its own (``FRESH_PROCESS_ENV`
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import final
@@ -103,6 +104,45 @@ def inherited_options(args: Sequence[str], invocation_dir: Path) -> tuple[str, .
             kept.append(arg[:2] + _absolute(arg[:2], arg[2:], invocation_dir))
         index += 1
     return tuple(kept)
+
+
+# Options that select tests: the accept command names its one test instead.
+_SELECTING = ("-k", "-m", "--deselect")
+# Options that record: the accept command adds the one it needs.
+_RECORDING = ("--accel-update", "--accel-reset-history")
+
+
+def accept_command(
+    nodeid: str, args: Sequence[str], paths: Collection[str], invocation_dir: Path, rootdir: Path, record: str
+) -> str:
+    """The command that accepts an intended change of one test, pasteable as printed: ``pytest``, the
+    test's id (relative to where pytest was started), the user's own options, and ``record``.
+
+    From the user's ``args`` it drops what selects tests (``paths``: the file, folder and node-id
+    arguments pytest took as such; ``-k``, ``-m``, ``--deselect``) and what records already; every other
+    argument is kept as typed, quoted for a shell.
+    """
+    file, sep, rest = nodeid.partition("::")
+    test = os.path.relpath(rootdir / file, invocation_dir) + sep + rest
+    dropped = [False] * len(args)
+    unmatched = list(paths)  # each path once, from the end: an option's value may spell a path too
+    for index in reversed(range(len(args))):
+        if args[index] in unmatched:
+            unmatched.remove(args[index])
+            dropped[index] = True
+    kept: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in _SELECTING:
+            index += 2
+            continue
+        selecting = arg.startswith(_SELECTING) and not arg.startswith("--") and len(arg) > 2  # -kEXPR
+        recording = arg.partition("=")[0] in _RECORDING or arg.startswith("--deselect=")
+        if not (selecting or recording or dropped[index]):
+            kept.append(arg)
+        index += 1
+    return shlex.join(["pytest", test, *kept, record])
 
 
 def _absolute(option: str, value: str, invocation_dir: Path) -> str:

@@ -247,12 +247,14 @@ class Gate:
         mode: GateMode,
         rootdir: Path,
         gate_memory: bool,
+        accept: Callable[[str], str] = lambda test: "pytest ... --accel-reset-history -k <this test>",
     ) -> None:
         self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
         self._provenance = provenance
         self._mode = mode
         self._rootdir = rootdir
         self._gate_memory = gate_memory
+        self._accept = accept  # test id -> the command that records it anew, pasteable as printed
         self.refuted = 0  # suspects a fresh process did not confirm, so far in this run
         self._pooled: tuple[tuple[float, float] | None] | None = None  # the file's pooled run spread, once
 
@@ -331,5 +333,5 @@ class Gate:
             changes = provenance_changes(entry, self._provenance)
             if changes:
                 lines.append(f"  changed since the baseline: {changes}")
-        lines.append(f"  {RECORD_HINT}: pytest ... --accel-reset-history -k <this test>")
+        lines.append(f"  {RECORD_HINT}: {self._accept(test)}")
         return "\n".join(lines)

@@ -73,12 +73,12 @@ def judge_structure(then: Structure | None, now: Structure, enforced: bool) -> S
     return StructureVerdict(Outcome.CHANGED if lines else Outcome.UNCHANGED, tuple(lines), enforced)
 
 
-def structure_failure(test: str, key: str, verdict: StructureVerdict) -> str:
+def structure_failure(test: str, key: str, verdict: StructureVerdict, accept: str) -> str:
     """The failure message of a structural change (the time verdict's failure, if any, goes above it)."""
     body = "\n".join(f"  {line}" for line in verdict.lines)
     return (
         f"perf structure changed: {test} under {key}: a different set of operations ran\n{body}\n"
-        "  if the change is intended, record it: pytest ... --accel-update -k <this test>"
+        f"  if the change is intended, record it: {accept}"
     )
 
 
@@ -115,9 +115,15 @@ class StructureStore:
 class StructureGate:
     """One run's structural verdicts: records judged against the stored ones, and kept for ``--accel-update``."""
 
-    def __init__(self, stored: Callable[[], Mapping[tuple[str, str], Structure]], update: bool) -> None:
+    def __init__(
+        self,
+        stored: Callable[[], Mapping[tuple[str, str], Structure]],
+        update: bool,
+        accept: Callable[[str], str] = lambda test: "pytest ... --accel-update -k <this test>",
+    ) -> None:
         self._stored = stored  # loaded lazily: a corrupt file is reported by whoever loads it first
         self._update = update
+        self._accept = accept  # test id -> the command that records it anew, pasteable as printed
         self.taken: list[tuple[str, str, Structure]] = []
 
     def expected(self, test: str, metric: str) -> Structure | None:
@@ -130,4 +136,4 @@ class StructureGate:
         verdict = judge_structure(self._stored().get((test, metric)), now, enforced=policy == "fail")
         if self._update or not verdict.fails:
             return verdict, None
-        return verdict, structure_failure(test, now.key, verdict)
+        return verdict, structure_failure(test, now.key, verdict, self._accept(test))

@@ -21,7 +21,7 @@ from pytest_accel.engine.devices.base import Device, RegionTimer
 from pytest_accel.engine.distributed import Coordinator, DistributedTimer, world_from_environment
 from pytest_accel.engine.structure import structure_key
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
-from pytest_accel.judgement.confirm import ChildSettings, in_fresh_process, inherited_options
+from pytest_accel.judgement.confirm import ChildSettings, accept_command, in_fresh_process, inherited_options
 from pytest_accel.judgement.gate import Gate
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.plugin.options import AccelOptions
@@ -96,7 +96,10 @@ class RunParts:
             # Not under torchrun, and not from a confirmation child (it would spawn one in turn).
             may_spawn = self.world is None and not in_fresh_process()
             mode = self.options.gate_mode(self.child_settings() if may_spawn else None)
-            self._gate = Gate(self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory)
+            self._gate = Gate(
+                self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory,
+                lambda test: self.accept(test, "--accel-reset-history"),
+            )  # fmt: skip
         return self._gate
 
     def structure_gate(self) -> tuple[StructureGate, str]:
@@ -105,8 +108,16 @@ class RunParts:
             self.structure_key = key = structure_key(self.device())
             with _unreadable("the structural records"):
                 stored = self.structures.load(key, self.options.profile, self.world_size)
-            self.structure_gate_taken = StructureGate(lambda: stored, update=self.options.update)
+            self.structure_gate_taken = StructureGate(
+                lambda: stored, update=self.options.update, accept=lambda test: self.accept(test, "--accel-update")
+            )
         return self.structure_gate_taken, self.structure_key
+
+    def accept(self, test: str, record: str) -> str:
+        """The command that records ``test`` anew with ``record``, as the user would paste it."""
+        invocation, config = self.config.invocation_params, self.config
+        paths = config.args if config.args_source is pytest.Config.ArgsSource.ARGS else ()
+        return accept_command(test, invocation.args, paths, invocation.dir, config.rootpath, record)
 
     def child_settings(self) -> ChildSettings:
         """What a child pytest (a confirmation, the calibration's neighbour) needs to measure as this run does."""
