@@ -117,13 +117,18 @@ def test_a_slowdown_fails_its_own_test_with_the_figures(recorded: pytest.Pyteste
     result.stdout.fnmatch_lines(
         [
             "*perf regressed: test_sleepy.py::test_sleep on cpu-*",
-            "*throughput: baseline * naps/s, now * naps/s (0.*x)",
-            "*time: time +*% [[]95% CI +*% .. +*%[]] relative to the reference kernel, beyond the 5% tolerance; "
-            "confirmed by 2 re-measurement(s)*",
-            "*baseline: commit *, 20*, torch *",
-            "*if the change is intended, record it: pytest test_sleepy.py::test_sleep * --accel-reset-history",
+            "*  time +*% [[]+*% .. +*%[]], beyond the 5% tolerance: * -> * naps/s",
+            "*  believed: 2 re-measurements (+*%, +*%)*",
+            "*  baseline: commit *, 20*, 2 recordings, torch *",
+            "*  if the change is intended, record it: pytest test_sleepy.py::test_sleep * --accel-reset-history",
         ]
     )
+    # A few lines, the headline first; the accept command last (it pastes as printed, however long).
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "perf regressed: test_sleepy.py::test_sleep" in line)
+    end = next(i for i in range(start, len(lines)) if "record it: pytest " in lines[i])
+    block = [line.removeprefix("E   ").removeprefix("E  ") for line in lines[start : end + 1]]
+    assert len(block) <= 8 and all(len(line) <= 120 for line in block[:-1]), "\n".join(block)
     result.stdout.fnmatch_lines(["FAILED test_sleepy.py::test_sleep*"])
 
 
@@ -244,7 +249,7 @@ def test_a_regression_is_confirmed_in_a_fresh_process(recorded: pytest.Pytester)
     (recorded.path / "duration.txt").write_text("0.003")
     result = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED)
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*confirmed in a fresh process: time +*"])
+    result.stdout.fnmatch_lines(["*  believed: *; a fresh process (+*% [[]+*% .. +*%[]])"])
 
 
 @pytest.mark.slow
@@ -280,7 +285,7 @@ def test_the_confirmation_process_loads_the_plugins_this_run_loaded(recorded: py
     recorded.syspathinsert()
     result = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED, "-p", "slower")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*confirmed in a fresh process: time +*"])
+    result.stdout.fnmatch_lines(["*  believed: *; a fresh process (+*% [[]+*% .. +*%[]])"])
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from typing import final
 from pytest_accel.core.outcomes import Outcome
 from pytest_accel.engine.processes import run_child
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
+from pytest_accel.judgement.verdict import Verdict
 
 __all__ = [
     "FRESH_PROCESS_ENV",
@@ -45,6 +46,7 @@ class FreshVerdict:
 
     outcome: Outcome | None  # the child's time verdict; None when it gave none
     detail: str  # the child's reason, or what went wrong
+    verdict: Verdict | None = None  # the child's time verdict, with its figures
 
 
 @final
@@ -186,4 +188,4 @@ def _verdict_for(results: ResultFile, nodeid: str, metric: str) -> FreshVerdict:
     verdict = results.verdicts.get((nodeid, metric))
     if verdict is None:
         return FreshVerdict(None, f"the confirmation process measured no {metric!r} for {nodeid}")
-    return FreshVerdict(verdict.time.outcome, verdict.time.reason)
+    return FreshVerdict(verdict.time.outcome, verdict.time.reason, verdict.time)

@@ -20,7 +20,7 @@ from typing import final
 
 from pytest_accel.core.measurement import Measurement, display_name, pooled, throttle_problem
 from pytest_accel.core.outcomes import Outcome
-from pytest_accel.core.units import format_rate
+from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
 from pytest_accel.judgement.verdict import (
@@ -41,6 +41,7 @@ __all__ = [
     "Gate",
     "GateMode",
     "GateResult",
+    "failure_lines",
     "provenance_changes",
     "run_gate",
     "with_fresh_confirmation",
@@ -73,6 +74,8 @@ class GateResult:
     group: int = 1  # how many measurements each verdict pooled (run_gate's extension of an undecided suspect)
     failure: str | None = None  # the test's failure message (Gate.judge); None: it passes
     baseline: BaselineEntry | None = None  # the entry judged against (its operator table explains a regression)
+    tolerance: float | None = None  # the slowdown tolerance judged by (the entry's own, else the suite's)
+    fresh: FreshVerdict | None = None  # the fresh process's word on a suspect, when one was asked
 
     @property
     def record(self) -> VerdictRecord:
@@ -209,7 +212,7 @@ def run_gate(
         if again[-1].outcome is not first.outcome:
             break
     memory = judge_memory(_observation(measurement), baseline, policy) if gate_memory else None
-    return GateResult(combine(first, again), memory, tuple(taken), group)
+    return GateResult(combine(first, again), memory, tuple(taken), group, tolerance=policy.tolerance)
 
 
 def _undecided_suspect(verdict: Verdict, tolerance: float) -> bool:
@@ -248,6 +251,7 @@ class Gate:
         rootdir: Path,
         gate_memory: bool,
         accept: Callable[[str], str] = lambda test: "pytest ... --accel-reset-history -k <this test>",
+        verbose: bool = False,
     ) -> None:
         self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
         self._provenance = provenance
@@ -255,6 +259,7 @@ class Gate:
         self._rootdir = rootdir
         self._gate_memory = gate_memory
         self._accept = accept  # test id -> the command that records it anew, pasteable as printed
+        self._verbose = verbose  # -v: the failure says the whole reasoning too
         self.refuted = 0  # suspects a fresh process did not confirm, so far in this run
         self._pooled: tuple[tuple[float, float] | None] | None = None  # the file's pooled run spread, once
 
@@ -272,15 +277,19 @@ class Gate:
         )
         if mode.fresh_process is not None and not mode.update:
             if gate.time.outcome is Outcome.REGRESSED:
-                gate = replace(gate, time=self._confirm_in_fresh_process(test, measurement.name, gate.time))
+                time, asked = self._confirm_in_fresh_process(test, measurement.name, gate.time)
+                gate = replace(gate, time=time, fresh=asked)
             elif gate.time.outcome is Outcome.IMPROVED:  # no storm rule: a refuted speedup fails nothing
                 fresh = confirm_in_fresh_process(test, measurement.name, self._rootdir, mode.fresh_process)
-                gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh))
+                gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh), fresh=fresh)
         why = self._fails(gate.outcome)
         return replace(gate, failure=None if why is None else self._message(test, gate, entry, why), baseline=entry)
 
-    def _confirm_in_fresh_process(self, test: str, metric: str, suspect: Verdict) -> Verdict:
-        """The fresh process's word on a suspect, unless this run already showed it cannot be trusted."""
+    def _confirm_in_fresh_process(
+        self, test: str, metric: str, suspect: Verdict
+    ) -> tuple[Verdict, FreshVerdict | None]:
+        """The verdict after the fresh process's word on a suspect (and that word), unless this run already
+        showed it cannot be trusted."""
         assert self._mode.fresh_process is not None
         if self.refuted >= REFUTED_LIMIT:
             return Verdict(
@@ -291,13 +300,12 @@ class Gate:
                 ratio=suspect.ratio,
                 normalized=suspect.normalized,
                 detectable=suspect.detectable,
-            )
-        verdict = with_fresh_confirmation(
-            suspect, confirm_in_fresh_process(test, metric, self._rootdir, self._mode.fresh_process)
-        )
+            ), None
+        fresh = confirm_in_fresh_process(test, metric, self._rootdir, self._mode.fresh_process)
+        verdict = with_fresh_confirmation(suspect, fresh)
         if verdict.outcome is not Outcome.REGRESSED:
             self.refuted += 1
-        return verdict
+        return verdict, fresh
 
     def _fails(self, outcome: Outcome) -> str | None:
         """Why an outcome fails its test under the run's mode, or None."""
@@ -313,25 +321,66 @@ class Gate:
         return None
 
     def _message(self, test: str, gate: GateResult, entry: BaselineEntry | None, why: str) -> str:
-        result = gate.reported
-        lines = [f"perf {why}: {display_name(test, result.name)} on {result.device_key}"]
+        """The failure block: the headline, then one fact a line (see ``failure_lines``), the command last."""
+        lines = failure_lines(test, gate, entry, why, self._provenance, self._verbose)
+        return "\n".join([*lines, f"  {RECORD_HINT}: {self._accept(test)}"])
+
+
+def failure_lines(
+    test: str,
+    gate: GateResult,
+    entry: BaselineEntry | None,
+    why: str,
+    provenance: Mapping[str, str],
+    verbose: bool = False,
+) -> list[str]:
+    """A failing test's block, the headline first: what changed and by how much against the tolerance,
+    before -> after in the test's unit; why it is believed; what could have explained it and did not;
+    the baseline. The whole reasoning (``Verdict.reason``) is in the result file, and here under ``-v``.
+    """
+    result, time = gate.reported, gate.time
+    lines = [f"perf {why}: {display_name(test, result.name)} on {result.device_key}"]
+    if time.outcome is Outcome.REGRESSED and time.ratio is not None and time.low is not None:
+        change = f"{format_percent_change(time.ratio)} [{format_percent_change(time.low)} .. "
+        change += f"{format_percent_change(time.high or time.ratio)}]"
+        tolerance = f", beyond the {gate.tolerance:.0%} tolerance" if gate.tolerance is not None else ""
+        rates = ""
         if entry is not None:
-            then = entry.items_per_second
-            lines.append(
-                f"  throughput: baseline {format_rate(then)} {result.unit}/s, now "
-                f"{format_rate(result.items_per_second)} {result.unit}/s ({result.items_per_second / then:.3f}x)"
-            )
-        lines.append(f"  time: {gate.time.reason}")
-        if gate.memory is not None:
-            lines.append(f"  memory: {gate.memory.reason}")
-        if entry is not None:
-            provenance = entry.provenance
-            lines.append(
-                f"  baseline: commit {provenance.get('commit', '?')}, {provenance.get('date', '?')}, "
-                f"torch {provenance.get('torch', '?')}"
-            )
-            changes = provenance_changes(entry, self._provenance)
-            if changes:
-                lines.append(f"  changed since the baseline: {changes}")
-        lines.append(f"  {RECORD_HINT}: {self._accept(test)}")
-        return "\n".join(lines)
+            then, now = entry.items_per_second, result.items_per_second
+            rates = f": {format_rate(then)} -> {format_rate(now)} {result.unit}/s"
+        lines.append(f"  time {change}{tolerance}{rates}")
+        lines.append(f"  believed: {_believed(time, gate.fresh)}")
+        if time.ruled_out:
+            lines.append(f"  ruled out: {'; '.join(time.ruled_out)}")
+    elif time.outcome is not Outcome.UNCHANGED or verbose:
+        lines.append(f"  time: {time.reason}")
+    if gate.memory is not None and (gate.memory.outcome is Outcome.REGRESSED or verbose):
+        lines.append(f"  memory: {gate.memory.reason}")
+    if entry is not None:
+        recorded = entry.provenance
+        runs = len(entry.run_medians) or 1
+        baseline = f"  baseline: commit {recorded.get('commit', '?')}, {recorded.get('date', '?')[:10]}"
+        baseline += f", {runs} recording{'s' if runs > 1 else ''}, torch {recorded.get('torch', '?')}"
+        if changes := provenance_changes(entry, provenance):
+            baseline += f"; since then: {changes}"
+        lines.append(baseline)
+    if verbose and time.outcome is Outcome.REGRESSED:
+        lines.append(f"  the whole reasoning: {time.reason}")
+    return lines
+
+
+def _believed(time: Verdict, fresh: FreshVerdict | None) -> str:
+    """Why a regression is believed: the re-measurements that confirmed it, and the fresh process's word."""
+    parts = []
+    if time.remeasured:
+        shown = ", ".join(format_percent_change(ratio) for ratio in time.remeasured)
+        parts.append(f"{len(time.remeasured)} re-measurement{'s' if len(time.remeasured) > 1 else ''} ({shown})")
+    child = fresh.verdict if fresh is not None else None
+    if child is not None and child.ratio is not None:
+        interval = ""
+        if child.low is not None and child.high is not None:
+            interval = f" [{format_percent_change(child.low)} .. {format_percent_change(child.high)}]"
+        parts.append(f"a fresh process ({format_percent_change(child.ratio)}{interval})")
+    elif fresh is not None:
+        parts.append(f"no fresh process's word: {fresh.detail}")
+    return "; ".join(parts) or "one measurement (no re-measurement was asked: --accel-confirmations 0)"

@@ -18,7 +18,7 @@ from typing import final
 from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU
 from pytest_accel.core.stats import median
 
-__all__ = ["CALIBRATED", "StateShift", "host_shared", "neighbour_bound", "state_shift"]
+__all__ = ["CALIBRATED", "StateShift", "host_shared", "neighbour_bound", "neighbour_ruled_out", "state_shift"]
 
 
 def host_shared(now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], margin: float) -> str:
@@ -137,3 +137,12 @@ def state_shift(
         if down > faster:
             faster, why_faster = down, why
     return StateShift(slower, faster, why_slower, why_faster)
+
+
+def neighbour_ruled_out(now: Mapping[str, float], moved: float) -> str:
+    """A neighbour ruled out, in a few words: how busy the host was, how far calibration saw it move the test
+    (``moved``: the log bound of ``neighbour_bound``)."""
+    return (
+        f"a neighbour (other processes at {now.get(FOREIGN_CPU, 0.0):.0%} of the host; calibrated: "
+        f"at most {math.expm1(moved) * 100:.0f}% slower)"
+    )

@@ -56,7 +56,14 @@ from pytest_accel.core.stats import (
     z_score,
 )
 from pytest_accel.core.units import format_percent_change as _percent
-from pytest_accel.judgement.state import CALIBRATED, StateShift, host_shared, neighbour_bound, state_shift
+from pytest_accel.judgement.state import (
+    CALIBRATED,
+    StateShift,
+    host_shared,
+    neighbour_bound,
+    neighbour_ruled_out,
+    state_shift,
+)
 from pytest_accel.judgement.structures import StructureVerdict
 
 __all__ = [
@@ -175,6 +182,9 @@ class Verdict:
     p_value: float | None = None  # Mann-Whitney, two-sided
     normalized: bool = False  # whether the time ratio was taken on probe-normalised samples
     detectable: float | None = None  # the smallest slowdown (fraction) this comparison could have called
+    # The failure's short form (files keep ``reason``): what could have explained a regression and did not,
+    ruled_out: tuple[str, ...] = field(default=(), compare=False)  # "the machine's state (up to 13%)"
+    remeasured: tuple[float, ...] = field(default=(), compare=False)  # ... and the confirming re-measurements' ratios
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (result files, test reports)."""
@@ -198,8 +208,11 @@ class Verdict:
         reason = data.get("reason", "")
         if not isinstance(reason, str):
             raise ValueError(f"{metric} verdict: 'reason' must be a string")
-        figures = {name: _optional_number(data.get(name), f"{metric} verdict: {name!r}") for name in _FIGURES}
-        return cls(outcome, metric, reason, normalized=data.get("normalized") is True, **figures)
+        ratio, low, high, p_value, detectable = (
+            _optional_number(data.get(name), f"{metric} verdict: {name!r}") for name in _FIGURES
+        )
+        normalized = data.get("normalized") is True
+        return cls(outcome, metric, reason, ratio, low, high, p_value, normalized, detectable)
 
 
 _FIGURES = ("ratio", "low", "high", "p_value", "detectable")
@@ -389,9 +402,9 @@ def _beside_neighbour(
     shift: StateShift,
     shared: str,
     policy: VerdictPolicy,
-) -> tuple[Verdict | None, StateShift, str]:
+) -> tuple[Verdict | None, StateShift, str, str]:
     """A slowdown on a shared host: (the noisy verdict, ...) when a neighbour could explain it, else
-    (None, the shift widened by the neighbour bound, the clause a regression carries)."""
+    (None, the shift widened by the neighbour bound, the clause a regression carries, its short form)."""
     ratio, half_width = estimate
     bound = neighbour_bound(now, calibration, runs, policy.foreign_cpu_margin)
     if bound is None:
@@ -399,7 +412,7 @@ def _beside_neighbour(
             f"time {_percent(ratio)}, but {shared}, and no calibration run of this test saw a neighbour this busy "
             "(record one with --accel-calibrate): not judged"
         )
-        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio), shift, ""
+        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio), shift, "", ""
     moved, why_moved = bound
     # Like the state shift, the neighbour bound is a bias, not a random error: the slowdown must clear
     # the tolerance with the interval and all the neighbour could explain taken off (the larger of the
@@ -413,8 +426,9 @@ def _beside_neighbour(
             f"and the interval taken off, the slowdown is within the {policy.tolerance:.0%} tolerance: not judged"
         )
         detectable = detectable_slowdown(half_width + widened, policy.tolerance)
-        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, detectable=detectable), shift, ""
-    return None, replace(shift, slower=widened), f"; {shared}, but {why_moved}: this is beyond it"
+        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, detectable=detectable), shift, "", ""
+    clause = f"; {shared}, but {why_moved}: this is beyond it"
+    return None, replace(shift, slower=widened), clause, neighbour_ruled_out(now, moved)
 
 
 def _covered_states(
@@ -473,6 +487,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     ratio, half_width = _ratio_interval(now, then, runs, policy, pooled)
     limit = policy.state_shift_limit if policy.state_shift_limit is not None else math.log1p(policy.tolerance)
     beyond_state = ""
+    ruled_out: list[str] = []
     if ratio > 1 + policy.tolerance and shift.slower > limit:
         # The shift bounds how much slower the machine's state could make a workload bound by that
         # probe's resource; a slowdown beyond the tolerance even with all of it (and the interval)
@@ -484,14 +499,16 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
             f"; the machine's state could explain up to {math.expm1(shift.slower) * 100:.0f}%: {shift.why_slower}; "
             "this is beyond it"
         )
+        ruled_out.append(f"the machine's state (up to {math.expm1(shift.slower) * 100:.0f}%)")
     shared = host_shared(current.state, baseline.run_states, policy.foreign_cpu_margin) if normalized else ""
     beyond_neighbour = ""
     if ratio > 1 + policy.tolerance and shared:
-        abstained, shift, beyond_neighbour = _beside_neighbour(
+        abstained, shift, beyond_neighbour, short = _beside_neighbour(
             current.state, baseline.calibration, runs or (median(then),), (ratio, half_width), shift, shared, policy
         )
         if abstained is not None:
             return replace(abstained, normalized=normalized)
+        ruled_out.append(short)
     # A shift is a bound on a bias, not a random error: it widens its own side of the interval linearly.
     low, high = ratio * math.exp(-half_width - shift.slower), ratio * math.exp(half_width + shift.faster)
     detectable = detectable_slowdown(half_width + shift.slower, policy.tolerance)
@@ -512,7 +529,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
         outcome, text = Outcome.UNCHANGED, f"{band}, within the {policy.tolerance:.0%} tolerance{sees}"
     if too_unsteady is not None and outcome is not Outcome.REGRESSED:
         return too_unsteady  # the wide spread was let through only for a slowdown that clears the interval
-    return Verdict(outcome, "time", text, ratio, low, high, p_value, normalized, detectable)
+    kept = tuple(ruled_out) if outcome is Outcome.REGRESSED else ()
+    return Verdict(outcome, "time", text, ratio, low, high, p_value, normalized, detectable, kept)
 
 
 def _assumed_spread(runs: Sequence[float], pooled: tuple[float, float] | None, policy: VerdictPolicy) -> str:
@@ -565,6 +583,8 @@ def combine(first: Verdict, confirmations: Sequence[Verdict]) -> Verdict:
             p_value=first.p_value,
             normalized=first.normalized,
             detectable=first.detectable,
+            ruled_out=first.ruled_out,
+            remeasured=tuple(ratios[1:]),
         )
     last = confirmations[-1]
     return Verdict(

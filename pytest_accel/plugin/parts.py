@@ -98,7 +98,7 @@ class RunParts:
             mode = self.options.gate_mode(self.child_settings() if may_spawn else None)
             self._gate = Gate(
                 self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory,
-                lambda test: self.accept(test, "--accel-reset-history"),
+                lambda test: self.accept(test, "--accel-reset-history"), self.config.option.verbose > 0,
             )  # fmt: skip
         return self._gate
 

@@ -1,0 +1,78 @@
+"""Golden output of the messages a person reads: each kind, exact text, built from real runs' figures."""
+
+from __future__ import annotations
+
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.outcomes import Outcome
+from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.confirm import FreshVerdict
+from pytest_accel.judgement.gate import GateResult, failure_lines
+from pytest_accel.judgement.verdict import Verdict
+
+TEST = "perf_tests/test_attention.py::test_attention_forward[sdpa-flash-sd3-256px-b2]"
+KEY = "cpu-intel-xeon-f6m207-2c"
+# The figures of a +25% slowdown that kept the operators (a host spin after each SDPA call), beside a
+# second copy of the tests after one calibration (2-core Intel VM, 2026-12-02).
+FULL_REASON = (
+    "time +26.9% [95% CI +16.4% .. +32.9%] relative to the reference kernel, beyond the 5% tolerance; other "
+    "processes used 50% of the host's CPU time during this measurement (its baseline's recordings: at most 0%), but "
+    "beside the standard neighbour (its calibration, 1 run(s), other processes at up to 51% of the host) this test "
+    "was at most 1% slower: this is beyond it; confirmed by 2 re-measurement(s) (+26.7%, +27.3%)"
+)
+REGRESSED = Verdict(
+    Outcome.REGRESSED, "time", FULL_REASON, 1.269, 1.164, 1.329, 0.001, True, 0.05,
+    ruled_out=(
+        "a neighbour (other processes at 50% of the host; calibrated: at most 1% slower)",
+        "the machine's state (up to 13%)",
+    ),
+    remeasured=(1.267, 1.273),
+)  # fmt: skip
+FRESH = FreshVerdict(
+    Outcome.REGRESSED, "time +28.1% ...", Verdict(Outcome.REGRESSED, "time", "time +28.1% ...", 1.281, 1.080, 1.342)
+)
+ENTRY = BaselineEntry(
+    TEST, "throughput", "sequences", 2.0, (0.0221,) * 20, run_medians=(11.2, 11.4, 11.3),
+    provenance={"commit": "612bd91a0c3e", "date": "2026-12-02T18:40:11+00:00", "torch": "2.13.0+cpu"},
+)  # fmt: skip
+NOW = Measurement("sequences", 2.0, (0.0281,) * 20, device_key=KEY)
+
+
+def test_a_time_regression_is_a_few_lines_headline_first() -> None:
+    gate = GateResult(REGRESSED, None, (NOW,), tolerance=0.05, fresh=FRESH)
+    assert failure_lines(TEST, gate, ENTRY, "regressed", {"torch": "2.13.0+cpu"}) == [
+        f"perf regressed: {TEST} on {KEY}",
+        "  time +26.9% [+16.4% .. +32.9%], beyond the 5% tolerance: 90.5 -> 71.2 sequences/s",
+        "  believed: 2 re-measurements (+26.7%, +27.3%); a fresh process (+28.1% [+8.0% .. +34.2%])",
+        "  ruled out: a neighbour (other processes at 50% of the host; calibrated: at most 1% slower); "
+        "the machine's state (up to 13%)",
+        "  baseline: commit 612bd91a0c3e, 2026-12-02, 3 recordings, torch 2.13.0+cpu",
+    ]
+
+
+def test_verbose_adds_the_whole_reasoning_and_nothing_else() -> None:
+    gate = GateResult(REGRESSED, None, (NOW,), tolerance=0.05, fresh=FRESH)
+    short = failure_lines(TEST, gate, ENTRY, "regressed", {"torch": "2.13.0+cpu"})
+    verbose = failure_lines(TEST, gate, ENTRY, "regressed", {"torch": "2.13.0+cpu"}, verbose=True)
+    assert verbose == [*short, f"  the whole reasoning: {FULL_REASON}"]
+
+
+def test_a_memory_regression_says_the_memory_line_and_an_upgrade_since_the_baseline() -> None:
+    unchanged = Verdict(Outcome.UNCHANGED, "time", "time +0.4% [95% CI -1.0% .. +1.9%], within the 5% tolerance")
+    memory = Verdict(Outcome.REGRESSED, "memory", "peak memory 96.0 MiB -> 192 MiB (+100.0%), beyond the 10% tolerance")
+    gate = GateResult(unchanged, memory, (NOW,), tolerance=0.05)
+    assert failure_lines(TEST, gate, ENTRY, "regressed", {"torch": "2.14.0+cpu"}) == [
+        f"perf regressed: {TEST} on {KEY}",
+        "  memory: peak memory 96.0 MiB -> 192 MiB (+100.0%), beyond the 10% tolerance",
+        "  baseline: commit 612bd91a0c3e, 2026-12-02, 3 recordings, torch 2.13.0+cpu; since then: torch 2.13.0+cpu -> "
+        "2.14.0+cpu",
+    ]
+
+
+def test_a_noisy_figure_failed_by_strict_says_why_it_was_not_judged() -> None:
+    why = "the machine is in a state its baseline did not cover: a large memory copy took 1.19x as long: not judged"
+    gate = GateResult(Verdict(Outcome.NOISY, "time", why), None, (NOW,), tolerance=0.05)
+    assert failure_lines(TEST, gate, ENTRY, "noisy (and --accel-strict is set)", {"torch": "2.13.0+cpu"}) == [
+        f"perf noisy (and --accel-strict is set): {TEST} on {KEY}",
+        f"  time: {why}",
+        "  baseline: commit 612bd91a0c3e, 2026-12-02, 3 recordings, torch 2.13.0+cpu",
+    ]
