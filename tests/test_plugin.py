@@ -325,3 +325,15 @@ def test_threads():
     result = perf_pytester.runpytest("--device", "cpu", "--accel-cpu-threads", "1", *FAST_OPTIONS)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["accel: *cpu_threads=1*"])
+
+
+def test_one_table_unless_pytest_benchmark_is_asked_for_something(perf_pytester: pytest.Pytester) -> None:
+    """Ours by default; pytest-benchmark's beside it once the run gives any --benchmark-* option."""
+    perf_pytester.makepyfile(test_small=PERF_TEST)
+    ours = perf_pytester.runpytest("--device", "cpu", *FAST_OPTIONS)
+    ours.assert_outcomes(passed=1)
+    ours.stdout.fnmatch_lines(["*accel measurements*"])
+    ours.stdout.no_fnmatch_line("*benchmark: 1 tests*")
+    both = perf_pytester.runpytest("--device", "cpu", "--benchmark-columns", "min,median", *FAST_OPTIONS)
+    both.assert_outcomes(passed=1)
+    both.stdout.fnmatch_lines(["*accel measurements*", "*benchmark: 1 tests*"])

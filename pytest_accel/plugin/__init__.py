@@ -7,7 +7,8 @@ The options are declared, parsed and handed to child processes in ``pytest_accel
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import os
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -43,8 +44,21 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     return result
 
 
+def asked_pytest_benchmark(args: Sequence[str]) -> bool:
+    """Whether a command line asks pytest-benchmark for something itself (any ``--benchmark-*`` option)."""
+    return any(arg.startswith("--benchmark-") for arg in args)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker and the session object that does the work."""
+    # One table by default: ours. pytest-benchmark's prints the same tests again in its own units
+    # (without device, verdict or memory), so it shows only when the run asks pytest-benchmark for
+    # something (any --benchmark-* option, on the command line, in PYTEST_ADDOPTS or in addopts).
+    # Its JSON, saving and comparison are untouched; "quiet" only hides its table and info lines.
+    # (pytest-benchmark reads the option in its own pytest_configure, which is trylast: after this.)
+    typed = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split(), *config.getini("addopts")]
+    if hasattr(config.option, "benchmark_quiet") and not asked_pytest_benchmark(typed):
+        config.option.benchmark_quiet = True
     config.addinivalue_line(
         "markers",
         f"perf(**settings): a performance test; settings override the ini for this test ({', '.join(MARKER_SETTINGS)})",
