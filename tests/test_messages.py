@@ -7,7 +7,10 @@ from pytest_accel.core.outcomes import Outcome
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import FreshVerdict
 from pytest_accel.judgement.gate import GateResult, failure_lines
-from pytest_accel.judgement.verdict import Verdict
+from pytest_accel.judgement.results import Recorded
+from pytest_accel.judgement.structures import StructureVerdict, structure_failure
+from pytest_accel.judgement.verdict import Verdict, VerdictRecord
+from pytest_accel.outputs.terminal import verdict_summary
 
 TEST = "perf_tests/test_attention.py::test_attention_forward[sdpa-flash-sd3-256px-b2]"
 KEY = "cpu-intel-xeon-f6m207-2c"
@@ -76,3 +79,47 @@ def test_a_noisy_figure_failed_by_strict_says_why_it_was_not_judged() -> None:
         f"  time: {why}",
         "  baseline: commit 612bd91a0c3e, 2026-12-02, 3 recordings, torch 2.13.0+cpu",
     ]
+
+
+def _recorded(time: Verdict, structure: StructureVerdict | None = None) -> Recorded:
+    return Recorded(TEST, "passed", NOW, VerdictRecord(time, structure=structure))
+
+
+def test_the_summary_of_a_run_on_a_host_without_baselines() -> None:
+    new = Verdict(Outcome.NEW, "time", "no baseline for this test on this device")
+    structure = StructureVerdict(Outcome.NEW, ("no structural record for this test under cpu-avx2-torch2.13.0_cpu",))
+    assert verdict_summary([_recorded(new, structure)] * 2, f"{KEY}/smoke", updating=False) == [
+        f"accel: 2 new: no baseline for {KEY}/smoke: record one with `pytest <same args> --accel-update`",
+        "accel: what ran: 2 new; new: record with `pytest <same args> --accel-update`",
+    ]
+
+
+def test_the_summary_of_an_improvement_and_an_abstention_says_what_to_do() -> None:
+    improved = Verdict(Outcome.IMPROVED, "time", "time -20.1% ...: faster", 0.799, 0.78, 0.82, detectable=0.04)
+    why = "the reference kernel ran 2.31x as long as when the baseline was recorded: not judged"
+    noisy = Verdict(Outcome.NOISY, "time", why)
+    assert verdict_summary([_recorded(improved), _recorded(noisy)], f"{KEY}/smoke", updating=False) == [
+        "accel: NOT JUDGED: 1 of 2 figures (noisy): a slowdown there would have passed unseen; 1 judged; "
+        "--accel-strict fails them. Why:",
+        f"accel:   {TEST}: {why}",
+        "accel: 1 improved: faster than the baseline: refresh it with `pytest <same args> --accel-update`",
+        "accel: 1 noisy: the machine was too unsteady to judge (passes; --accel-strict fails it)",
+        "accel: 1 of 1 judged figures could see a 10% slowdown",
+    ]
+
+
+def test_a_structural_change_names_each_change_and_the_command_that_accepts_it() -> None:
+    """A flash -> math fallback (tests/test_structure.py's planted one), as its failure prints it."""
+    lines = (
+        "aten::_scaled_dot_product_flash_attention_for_cpu gone (was 1 call(s) per call)",
+        "aten::bmm new (2 call(s) per call)",
+    )
+    accept = "pytest test_attn.py::test_attention --device cpu --accel-update"
+    verdict = StructureVerdict(Outcome.CHANGED, lines)
+    assert structure_failure("test_attn.py::test_attention", "cpu-avx2-torch2.13.0_cpu", verdict, accept) == (
+        "perf structure changed: test_attn.py::test_attention under cpu-avx2-torch2.13.0_cpu: a different set of "
+        "operations ran\n"
+        "  aten::_scaled_dot_product_flash_attention_for_cpu gone (was 1 call(s) per call)\n"
+        "  aten::bmm new (2 call(s) per call)\n"
+        f"  if the change is intended, record it: {accept}"
+    )
