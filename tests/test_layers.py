@@ -34,6 +34,7 @@ FACE_MODULES = {
     "plugin.options": ("plugin", 0),  # every option declared once: read, validated, handed to children
     "plugin.fixture": ("plugin", 0),  # Throughput: knows no session, built from plain values and callbacks
     "plugin.ranks": ("plugin", 0),  # torchrun's hooks
+    "plugin.status": ("plugin", 0),  # a long test's live status
     "plugin.plans": ("plugin", 1),  # what a test takes beside its figure (operator tables, structural record)
     "plugin.finish": ("plugin", 1),  # the run's figures, files and closing lines
     "plugin.parts": ("plugin", 1),  # the device, stores and gates, built lazily

@@ -52,6 +52,7 @@ except ImportError:  # not on Windows: no page-fault counts there
 
 from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement
 from pytest_accel.core.stats import median
+from pytest_accel.core.units import format_seconds
 from pytest_accel.engine.devices.base import RegionTimer
 from pytest_accel.engine.modes import COLD_CALLS_PER_ROUND, ThrottleWatch, TimingMode, timed_calls
 
@@ -177,8 +178,20 @@ def _check_duration(seconds: float, what: str) -> float:
     return seconds
 
 
+# Told the phase and a detail between calls and rounds (never inside a timed region): the live status.
+Progress = Callable[[str, str], None]
+
+
+def _silent(phase: str, detail: str) -> None:
+    return None
+
+
 def _warm_up(
-    fn: Callable[[], Any], timer: RegionTimer, mark_step: Callable[[], None], config: MeasureConfig
+    fn: Callable[[], Any],
+    timer: RegionTimer,
+    mark_step: Callable[[], None],
+    config: MeasureConfig,
+    progress: Progress = _silent,
 ) -> tuple[list[float], bool, float]:
     """Call ``fn`` until timings settle; return (per-call times, settled, wall seconds spent)."""
     times: list[float] = []
@@ -188,6 +201,7 @@ def _warm_up(
         output = fn()
         mark_step()
         times.append(_check_duration(timer.stop(), f"warm-up call {len(times) + 1}"))
+        progress("warming up", f"{len(times)} call(s), the last {format_seconds(times[-1])}")
         check_finite(output, f"warm-up call {len(times)}'s output" if len(times) > 1 else "the first call's output")
         window = times[-config.warmup_window :]
         if len(window) == config.warmup_window:
@@ -221,25 +235,24 @@ def measure(
     host_share: HostShareMeter | None = None,
     fault_probe: tuple[str, int] | None = None,
     mode: TimingMode | None = None,
+    progress: Progress = _silent,
 ) -> Measurement:
     """Warm up, calibrate and time ``fn`` (alternating with ``probe`` rounds when given).
 
-    ``pipelined``: ``fn`` consumes what background work produces (DataLoader workers): a pause between rounds
-    would let the producers fill their queues and overstate the sustained rate, so calls per round come from
-    back-to-back blocks and the probe rounds all run first. ``state_probes`` (name -> kernel) are timed too,
-    every ``STATE_EVERY`` rounds (pipelined: in the probe block); the result's ``state`` holds each one's median
-    seconds per call, and ``compute``, the median of ``probe``'s. ``host_share`` (a start/stop meter) adds
-    ``foreign_cpu``: the share of the host's CPU time other processes used during the timed rounds.
+    ``pipelined``: ``fn`` consumes what background work produces (DataLoader workers): pauses between rounds
+    would let the producers fill their queues, so calls per round come from back-to-back blocks and the probe
+    rounds all run first. ``state_probes`` (name -> kernel) are timed every ``STATE_EVERY`` rounds (pipelined:
+    in the probe block); ``state`` holds each one's median, and ``compute``, ``probe``'s. ``host_share`` (a
+    start/stop meter) adds ``foreign_cpu``: the share of the host's CPU other processes used in the rounds.
     ``fault_probe`` (a state probe's name, the page faults one call of it takes) adds ``fault_share``: the
     share of the workload's time its own page faults took at that probe's cost per fault (not when pipelined).
-    ``mode``: graph replay, a cold cache, the clock watched (engine/modes.py); not when pipelined.
+    ``mode``: graph replay, a cold cache, the clock watched (not when pipelined); ``progress``: the live status.
     """
     config, mode = config or MeasureConfig(), mode or TimingMode()
     _check_arguments(items_per_call, pipelined, mode)
-    warmup_times, settled, warmup_seconds = _warm_up(fn, timer, mark_step, config)
-    estimate = median(warmup_times[-config.warmup_window :])
-    if pipelined:
-        estimate = _sustained_estimate(fn, timer, mark_step, config)
+    warmup_times, settled, warmup_seconds = _warm_up(fn, timer, mark_step, config, progress)
+    window = median(warmup_times[-config.warmup_window :])
+    estimate = _sustained_estimate(fn, timer, mark_step, config) if pipelined else window
     calls_per_round, rounds = _rounds(estimate, config, _flush_seconds(mode, timer, mark_step))
     probe_calls = _probe_calls(probe, timer, mark_step, config) if probe is not None else 0
     state = _StateProbes((state_probes or {}) if config.state_probes else {}, timer, mark_step, config)
@@ -256,8 +269,9 @@ def measure(
     peak = _memory_call(fn, timer, mark_step, reset_peak_memory, peak_memory_bytes)
     watch, workload = ThrottleWatch(mode, rounds), _round_of(fn, calls_per_round, mode)
     samples, interleaved, faults = _workload_rounds(
-        workload, calls_per_round, rounds, None if pipelined else probe, probe_calls, timer, mark_step, state, watch
-    )
+        workload, calls_per_round, rounds, None if pipelined else probe, probe_calls, timer, mark_step, state, watch,
+        progress,
+    )  # fmt: skip
     probe_samples = probe_samples or interleaved
     machine = state.medians(probe_samples)
     if config.state_probes and fault_probe is not None and faults is not None and not pipelined:
@@ -372,6 +386,7 @@ def _workload_rounds(
     mark_step: Callable[[], None],
     state: _StateProbes,
     watch: ThrottleWatch,
+    progress: Progress = _silent,
 ) -> tuple[list[float], list[float], int | None]:
     """The timed rounds: seconds per call of each, each followed by a probe round when ``probe`` is
     given (and every ``STATE_EVERY``-th by the state probes); a round the ``watch`` saw throttled is
@@ -382,6 +397,7 @@ def _workload_rounds(
     faults: int | None = 0
     while len(samples) < rounds:
         round_index = len(samples)
+        progress("timing rounds", f"round {round_index + 1} of {rounds}, {calls_per_round} call(s) each")
         before = _minor_faults()  # read outside the timer: the figure does not pay for it
         output, seconds = run_round(timer, mark_step)
         seconds = _check_duration(seconds, f"round {round_index + 1} of {rounds}")

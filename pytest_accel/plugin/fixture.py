@@ -174,6 +174,7 @@ class Throughput:
         xdist_workers: int = 0,
         operators: OperatorPlan | None = None,
         structure: StructurePlan | None = None,
+        progress: Callable[[str, str], None] = lambda phase, detail: None,
     ) -> None:
         self._device = device
         self._config = config
@@ -188,6 +189,7 @@ class Throughput:
         self._structure = structure if structure is not None and not structure.off else None
         self._flush: CacheFlush | None = None  # the cold mode's buffer, made by the first cold measurement
         self._clock: ClockWatch | None = None  # the device's clock, read around every measurement's rounds
+        self._progress = progress  # (phase, detail): the live status of a long test (plugin/status.py)
         self.measurements: list[Measurement] = []
 
     def __call__(
@@ -248,8 +250,14 @@ class Throughput:
                 pytest.fail(failure, pytrace=False)
             return result
 
+        taken = 0
+
         def take() -> Measurement:
-            return self._measure(fn, items, unit, flops, bytes_moved, name, extra, pipelined, (timing, cold))
+            nonlocal taken
+            taken += 1
+            again = f"re-measuring a suspect ({taken - 1}): " if taken > 1 else ""
+            progress = self._progress if not again else lambda phase, detail: self._progress(again + phase, detail)
+            return self._measure(fn, items, unit, flops, bytes_moved, name, extra, pipelined, (timing, cold), progress)
 
         started = time.perf_counter()
         first = take()
@@ -389,6 +397,7 @@ class Throughput:
         extra: dict[str, Any],
         pipelined: bool = False,
         mode: tuple[str, bool] = (EAGER, False),
+        progress: Callable[[str, str], None] = lambda phase, detail: None,
     ) -> Measurement:
         device = self._device
         failure: str | None = None
@@ -419,6 +428,7 @@ class Throughput:
                 pipelined=pipelined,
                 fault_probe=FRESH_FAULT_PROBE if FRESH_FAULT_PROBE[0] in others else None,
                 mode=timing_mode,
+                progress=progress,
             )
         except (MeasurementError, ModeUnavailable) as error:  # ModeUnavailable: a graph capture refused
             failure = f"{name}: {error}"

@@ -8,6 +8,7 @@ from those parts.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, final
 
@@ -25,6 +26,7 @@ from pytest_accel.plugin.fixture import Throughput
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.parts import RunParts
 from pytest_accel.plugin.plans import operator_plan, structure_plan, takes_structures
+from pytest_accel.plugin.status import LiveStatus
 
 __all__ = ["PERF_FIXTURE", "AccelSession", "is_perf_item"]
 
@@ -80,7 +82,20 @@ class AccelSession:
             xdist_workers=_xdist_workers(self.config),
             operators=operator_plan(options, item.nodeid, alone, self.traces.append),
             structure=structure_plan(options, item.nodeid, marker, alone, parts.structure_gate),
+            progress=self._live(item.nodeid),
         )
+
+    def _live(self, test: str) -> LiveStatus:
+        """A long test's live status (plugin/status.py): said by the terminal reporter, capture suspended."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+
+        def say(line: str) -> None:
+            if reporter is not None:
+                with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+                    reporter.write_line(line)
+
+        return LiveStatus.shown(test, say, tty=bool(getattr(reporter, "isatty", False)))
 
     def _record(self, item: pytest.Item, result: Measurement, verdict: VerdictRecord | None) -> Measurement:
         """Add the %-of-peak and scaling figures, attach the result and its verdict to the test report."""
