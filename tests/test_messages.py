@@ -123,3 +123,17 @@ def test_a_structural_change_names_each_change_and_the_command_that_accepts_it()
         "  aten::bmm new (2 call(s) per call)\n"
         f"  if the change is intended, record it: {accept}"
     )
+
+
+def test_what_ran_is_one_line_when_the_operator_diff_already_names_the_change() -> None:
+    """The flash -> math fallback under a timed regression: the operator diff lists the operators that
+    moved; the structural record's counts then add one line, not a second list of the same change."""
+    from pytest_accel.plugin.fixture import _what_ran_changed
+
+    counts = ("aten::mul calls per call 4 -> 8", "aten::bmm calls per call 2 -> 4", "... and 17 more change(s)")
+    diff = ("operators (host self time per call, 10 and 10 calls profiled): total 19.4 ms -> 24.1 ms (+4.71 ms)",)
+    assert _what_ran_changed(counts, diff) == [
+        "what ran changed too: aten::mul calls per call 4 -> 8, ... (see --accel-json)"
+    ]
+    absent = ("operators: no diff (the baseline entry has no operator table: record it again with --accel-update)",)
+    assert _what_ran_changed(counts, absent) == ["what ran changed:", *(f"  {line}" for line in counts)]

@@ -95,6 +95,15 @@ def _with_lines(failure: str, lines: Sequence[str]) -> str:
     return "\n".join([body, *(f"  {line}" for line in lines), *([last] if last else [])])
 
 
+def _what_ran_changed(lines: Sequence[str], operators: Sequence[str]) -> list[str]:
+    """What ran, under a timed regression: listed, or in one line when the operator diff above already
+    names the operators that moved (the same change is not said twice)."""
+    if not operators or operators[0].startswith(absent_line("").partition("(")[0]):
+        return ["what ran changed:", *(f"  {line}" for line in lines)]
+    more = ", ..." if len(lines) > 1 else ""
+    return [f"what ran changed too: {lines[0]}{more} (see --accel-json)"]
+
+
 # The time half of a verdict whose workload was not timed (--accel-structure-only).
 _UNTIMED = Verdict(Outcome.NEW, "time", "not timed (--accel-structure-only): only what ran was compared")
 
@@ -328,7 +337,7 @@ class Throughput:
         verdict, structural_failure = plan.judge(name, now)
         record = replace(record, structure=verdict)
         if failure is not None and verdict.outcome is Outcome.CHANGED:
-            failure = _with_lines(failure, ["what ran changed:", *(f"  {line}" for line in verdict.lines)])
+            failure = _with_lines(failure, _what_ran_changed(verdict.lines, record.operators))
         elif failure is not None and verdict.outcome is Outcome.UNCHANGED:
             failure = _with_lines(failure, ["what ran is unchanged: the same operators, as often, as at the baseline"])
         elif failure is None:
