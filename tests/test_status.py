@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pty
+import subprocess
+import sys
+
 import pytest
 from support import FAST_OPTIONS
 
@@ -67,3 +73,34 @@ def test_the_phases_reach_the_output_while_capture_is_on(
             "accel: test_long.py::test_long: timing rounds (round 1 of *, * call(s) each; * s into the test)",
         ]
     )
+
+
+ONE_SECOND_CALLS = """
+import time
+
+
+def test_long(throughput):
+    throughput(lambda: time.sleep(1.0), items=1, unit="naps")
+"""
+
+
+@pytest.mark.slow
+def test_a_terminal_sees_the_phase_of_a_test_past_five_seconds(pytester: pytest.Pytester) -> None:
+    """pytest on a pseudo-terminal: a workload of 1 s calls is past TTY_SECONDS during its warm-up or its
+    rounds, and the terminal shows that phase while the test runs (not only in a failure's capture)."""
+    pytester.makepyfile(test_long=ONE_SECOND_CALLS)
+    leader, follower = pty.openpty()
+    command = [
+        sys.executable, "-m", "pytest", "--device", "cpu", "-p", "no:cacheprovider", "-o", "accel_min_rounds=3",
+        "--accel-measure-seconds", "0.05", "--accel-structure=off", "--accel-operators=off",
+    ]  # fmt: skip
+    child = subprocess.Popen(command, cwd=pytester.path, stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    chunks = []
+    with contextlib.suppress(OSError):  # EIO once the child has closed the terminal
+        while chunk := os.read(leader, 4096):
+            chunks.append(chunk)
+    os.close(leader)
+    assert child.wait(120) == 0
+    output = b"".join(chunks).decode(errors="replace")
+    assert "accel: test_long.py::test_long: " in output and " s into the test)" in output, output
