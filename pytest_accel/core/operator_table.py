@@ -280,8 +280,8 @@ def explain(then: OperatorProfile | None, now: OperatorProfile) -> list[str]:
         lines.append(f"  ... {len(changes) - _MAX_LINES} smaller change(s)")
     if not changes:
         lines.append(
-            "  no operator moved by 1% of the total and 10% of its own time: the change is spread thin, "
-            "or lies outside the operators (Python, data loading, synchronisation)"
+            "  no operator moved by 1% of the total and 10% of its own time: outside them (Python, data, syncs) "
+            "or spread thin"
         )
     return lines
 
