@@ -32,7 +32,7 @@ from pytest_accel.core.validation import (
 )
 from pytest_accel.core.validation import text as text_of
 from pytest_accel.judgement.verdict import VerdictRecord
-from pytest_accel.storage.files import StoreError, decode, encode, write_atomically
+from pytest_accel.storage.files import decode, encode, write_atomically
 
 __all__ = [
     "RESULTS_SCHEMA",
@@ -42,6 +42,7 @@ __all__ = [
     "ResultsError",
     "load_results",
     "merged_document",
+    "read_results",
     "results_document",
     "save_results",
     "stamped_bytes",
@@ -127,12 +128,19 @@ SECONDS_RANGE = (1e-12, 1e6)
 _ENTRY_KEYS = frozenset(f.name for f in fields(Measurement)) | {"test", "outcome", "verdict", "figures"}
 
 
-def load_results(path: Path) -> ResultFile:
-    """Load and validate one result file; raises ``ResultsError`` naming the file, the line and the key."""
+def read_results(path: Path) -> bytes:
+    """A result file's bytes (``ResultsError`` naming the file when it cannot be read)."""
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError as error:
         raise ResultsError(f"{path}: cannot read: {error.strerror or error}") from None
+
+
+def load_results(path: Path, raw: bytes | None = None) -> ResultFile:
+    """Load and validate one result file (from ``raw``, its bytes, when already read); raises
+    ``ResultsError`` naming the file, the line and the key."""
+    if raw is None:
+        raw = read_results(path)
     try:
         document = decode_json(raw, str(path))
     except Invalid as invalid:
@@ -330,17 +338,15 @@ def merged_document(files: Sequence[ResultFile]) -> dict[str, Any] | None:
     )  # fmt: skip
 
 
-def stamped_bytes(result: ResultFile, stamp: Mapping[str, str | None]) -> bytes:
-    """The file's document with ``stamp`` added to its provenance (None: not known, left out), as bytes.
+def stamped_bytes(result: ResultFile, raw: bytes, stamp: Mapping[str, str | None]) -> bytes:
+    """The file's document (``raw``: the bytes ``result`` was loaded from) with ``stamp`` added to its
+    provenance (None: not known, left out), as bytes.
 
     A stamp that contradicts what the file records is refused (``ResultsError``): a night is filed
     under the commit it measured, never under another.
     """
-    try:
-        document = decode(result.path.read_bytes(), str(result.path))
-    except (OSError, StoreError) as error:
-        raise ResultsError(f"{result.path}: cannot read: {error}") from None
-    assert isinstance(document, dict)  # load_results validated it
+    document = decode(raw, str(result.path))
+    assert isinstance(document, dict)  # load_results validated these bytes
     provenance = document.setdefault("provenance", {})
     for key, value in stamp.items():
         if value is None:

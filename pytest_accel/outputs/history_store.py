@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import final
 
 from pytest_accel.core.stats import median
-from pytest_accel.judgement.results import ResultFile, ResultsError, load_results, stamped_bytes
+from pytest_accel.judgement.results import ResultFile, ResultsError, load_results, read_results, stamped_bytes
 from pytest_accel.storage.files import StoreError, locked, write_atomically
 
 __all__ = [
@@ -155,10 +155,13 @@ def archive(source: Path, folder: Path, stamp: Stamp) -> tuple[Path, bool]:
 
     The identical file already there is not written again; a different file of the same name is an error.
     """
-    result = load_results(source)  # ResultsError: not a valid result file
-    target = folder / archive_name(result, stamp, source.read_bytes())
+    content = read_results(source)  # read once: what is validated is what is filed
+    result = load_results(source, content)  # ResultsError: not a valid result file
+    target = folder / archive_name(result, stamp, content)
     try:
-        data = stamped_bytes(result, dict(zip(PROVENANCE_KEYS, (stamp.commit, stamp.runner, stamp.run), strict=True)))
+        data = stamped_bytes(
+            result, content, dict(zip(PROVENANCE_KEYS, (stamp.commit, stamp.runner, stamp.run), strict=True))
+        )
         folder.mkdir(parents=True, exist_ok=True)
         with locked(folder / LOCK_NAME):  # blocks until another filer is done
             if target.is_file() and target.read_bytes() == data:
