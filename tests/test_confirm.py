@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.engine.processes import ChildRun
 from pytest_accel.judgement import confirm as confirm_module
 from pytest_accel.judgement.confirm import ChildSettings, accept_command, confirm_in_fresh_process
 from pytest_accel.judgement.results import Recorded, results_document
-from pytest_accel.judgement.verdict import Verdict, VerdictRecord
+from pytest_accel.judgement.verdict import VerdictRecord
 
 NODE = "perf/test_k.py::test_k"
 SETTINGS = ChildSettings(device="cpu", profile="smoke", baselines=Path("baselines"), ini=())

@@ -16,14 +16,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.engine.devices.base import CacheFlush, ModeUnavailable
 from pytest_accel.engine.devices.cpu import CpuDevice, cpu_identity, last_level_cache_bytes
 from pytest_accel.engine.devices.cuda import CudaDevice
 from pytest_accel.engine.devices.hpu import HpuDevice
 from pytest_accel.engine.sampling import MeasureConfig
 from pytest_accel.judgement.gate import GateResult
-from pytest_accel.judgement.verdict import Verdict
 from pytest_accel.plugin.fixture import Throughput
 
 

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.engine.devices.cpu import CpuDevice
 from pytest_accel.engine.sampling import STATE_EVERY, MeasureConfig
 from pytest_accel.judgement.gate import GateResult
-from pytest_accel.judgement.verdict import Verdict, VerdictRecord
+from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.plugin.fixture import OperatorPlan, Throughput
 
 FAST = MeasureConfig(measure_seconds=0.02, min_rounds=3, warmup_max_seconds=0.05, round_seconds=0.002)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import FreshVerdict
 from pytest_accel.judgement.gate import GateResult, failure_lines
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.structures import StructureVerdict, structure_failure
-from pytest_accel.judgement.verdict import Verdict, VerdictRecord
+from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.outputs.terminal import verdict_summary
 
 TEST = "perf_tests/test_attention.py::test_attention_forward[sdpa-flash-sd3-256px-b2]"

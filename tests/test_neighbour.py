@@ -13,14 +13,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_accel.core.measurement import FOREIGN_CPU, Measurement
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore, calibrated
 from pytest_accel.judgement.calibrate import calibrate_entries
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import (
     CALIBRATED,
     Observation,
-    Verdict,
     VerdictPolicy,
     VerdictRecord,
     judge_time,

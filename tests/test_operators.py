@@ -16,12 +16,12 @@ from support import FAST_OPTIONS, STEADINESS_UNJUDGED
 from pytest_accel.commands.cli import main
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.operator_table import STORED_OPERATORS, OperatorProfile, OperatorRow, explain
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.validation import Invalid
 from pytest_accel.engine.devices import make_device
 from pytest_accel.engine.profiling import profile_calls, profile_operators, trace_path
 from pytest_accel.judgement.baselines import BaselineEntry
-from pytest_accel.judgement.verdict import Verdict, VerdictRecord
+from pytest_accel.judgement.verdict import VerdictRecord
 
 
 def table(*events: tuple[str, int, float], calls: int = 1) -> OperatorProfile:

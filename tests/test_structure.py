@@ -13,7 +13,7 @@ from fakes.habana import install_fake_habana
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.structure import SYNC_OPERATORS, Structure, changes, stable_counts
 from pytest_accel.core.validation import Invalid
 from pytest_accel.engine.devices import make_device
@@ -24,7 +24,7 @@ from pytest_accel.judgement.structures import (
     StructureVerdict,
     judge_structure,
 )
-from pytest_accel.judgement.verdict import Verdict, VerdictRecord
+from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.storage.files import StoreError
 
 FLASH = "aten::_scaled_dot_product_flash_attention_for_cpu"

@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.stats import mann_whitney_p, quantile, ratio_confidence_interval, relative_spread
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.gate import run_gate
-from pytest_accel.judgement.verdict import Observation, Verdict, VerdictPolicy, combine, judge_memory, judge_time
+from pytest_accel.judgement.verdict import Observation, VerdictPolicy, combine, judge_memory, judge_time
 
 positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False, allow_infinity=False)
 samples = st.lists(positive, min_size=2, max_size=40)

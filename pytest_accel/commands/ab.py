@@ -46,12 +46,12 @@ from pytest_accel.commands.absides import (
 )
 from pytest_accel.core.measurement import Measurement, display_name
 from pytest_accel.core.operator_table import absent_line, explain
-from pytest_accel.core.outcomes import PAIRED, Outcome
+from pytest_accel.core.outcomes import PAIRED, Outcome, Verdict
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_rate, format_seconds
 from pytest_accel.judgement.paired import PairedVerdict, SequentialPlan, judge_pairs
 from pytest_accel.judgement.results import merged_document, save_results
-from pytest_accel.judgement.verdict import Observation, Verdict, VerdictPolicy, judge_memory
+from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_memory
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.storage.files import encode, write_atomically
 

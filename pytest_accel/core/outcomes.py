@@ -2,14 +2,20 @@
 
 Each kind of verdict uses a part of it, named here (``TIME``, ``STRUCTURE``, ``PAIRED``), so a word
 means one thing wherever a person reads it: ``regressed`` is always slower beyond the tolerance
-and significant, ``new`` always "nothing to compare with". Pure: no torch, no pytest.
+and significant, ``new`` always "nothing to compare with". ``Verdict`` is one time or memory
+conclusion with its figures; an abstention (noisy, new) carries the rule that abstained in a few
+words and what would let it be judged (``Abstention``). Pure: no torch, no pytest.
 """
 
 from __future__ import annotations
 
 import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, final
 
-__all__ = ["PAIRED", "STRUCTURE", "TIME", "Outcome", "outcome_of"]
+__all__ = ["PAIRED", "STRUCTURE", "TIME", "Abstention", "Outcome", "Verdict", "outcome_of"]
 
 
 class Outcome(enum.Enum):
@@ -42,3 +48,73 @@ def outcome_of(value: object, kind: tuple[Outcome, ...], what: str) -> Outcome:
         if outcome.value == value:
             return outcome
     raise ValueError(f"{what}: unknown outcome {value!r}")
+
+
+@final
+@dataclass(frozen=True)
+class Abstention:
+    """Why a figure was not judged, in a few words (``a neighbour at 51% of the host``), and what would
+    let it be judged (``calibrate beside a neighbour: --accel-calibrate``): the summary's line for it."""
+
+    why: str
+    remedy: str
+
+
+@final
+@dataclass(frozen=True)
+class Verdict:
+    """A conclusion with its figures and one sentence that explains it."""
+
+    outcome: Outcome
+    metric: str  # "time" or "memory"
+    reason: str
+    ratio: float | None = None  # now / baseline (time or bytes): > 1 is slower or fatter
+    low: float | None = None  # confidence interval of the ratio
+    high: float | None = None
+    p_value: float | None = None  # Mann-Whitney, two-sided
+    normalized: bool = False  # whether the time ratio was taken on probe-normalised samples
+    detectable: float | None = None  # the smallest slowdown (fraction) this comparison could have called
+    # The failure's short form (files keep ``reason``): what could have explained a regression and did not,
+    ruled_out: tuple[str, ...] = field(default=(), compare=False)  # "the machine's state (up to 13%)"
+    remeasured: tuple[float, ...] = field(default=(), compare=False)  # ... and the confirming re-measurements' ratios
+    # The summary's short form of a noisy or new verdict (files keep ``reason``).
+    abstention: Abstention | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (result files, test reports)."""
+        return {
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "ratio": self.ratio,
+            "low": self.low,
+            "high": self.high,
+            "p_value": self.p_value,
+            "normalized": self.normalized,
+            "detectable": self.detectable,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object, metric: str) -> Verdict:
+        """Inverse of ``to_dict``; raises ``ValueError`` naming the bad field."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{metric} verdict: expected an object, got {type(data).__name__}")
+        outcome = outcome_of(data.get("outcome"), TIME, f"{metric} verdict")
+        reason = data.get("reason", "")
+        if not isinstance(reason, str):
+            raise ValueError(f"{metric} verdict: 'reason' must be a string")
+        ratio, low, high, p_value, detectable = (
+            _optional_number(data.get(name), f"{metric} verdict: {name!r}") for name in _FIGURES
+        )
+        normalized = data.get("normalized") is True
+        return cls(outcome, metric, reason, ratio, low, high, p_value, normalized, detectable)
+
+
+_FIGURES = ("ratio", "low", "high", "p_value", "detectable")
+
+
+def _optional_number(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{where} must be a finite number or null, got {value!r}")
+    return float(value)

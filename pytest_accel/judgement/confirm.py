@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import final
 
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.engine.processes import run_child
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
-from pytest_accel.judgement.verdict import Verdict
 
 __all__ = [
     "FRESH_PROCESS_ENV",

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import final
 
 from pytest_accel.core.measurement import Measurement, display_name, pooled, throttle_problem
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
 from pytest_accel.judgement.verdict import (
     Observation,
-    Verdict,
     VerdictPolicy,
     VerdictRecord,
     combine,

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, final
 
 from pytest_accel.core.measurement import FOREIGN_CPU, UNPROBED, compared_samples, probe_normalized
-from pytest_accel.core.outcomes import TIME, Outcome, outcome_of
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.stats import (
     mann_whitney_p,
     median,
@@ -71,7 +71,6 @@ __all__ = [
     "Observation",
     "Outcome",
     "StateShift",
-    "Verdict",
     "VerdictPolicy",
     "VerdictRecord",
     "combine",
@@ -166,64 +165,6 @@ class VerdictPolicy:
             raise ValueError(f"state_shift_limit must be a positive number or None, got {self.state_shift_limit!r}")
         if self.noisy_spread_factor < 1 or self.probe_drift_limit <= 1:
             raise ValueError("noisy_spread_factor must be >= 1 and probe_drift_limit > 1")
-
-
-@final
-@dataclass(frozen=True)
-class Verdict:
-    """A conclusion with its figures and one sentence that explains it."""
-
-    outcome: Outcome
-    metric: str  # "time" or "memory"
-    reason: str
-    ratio: float | None = None  # now / baseline (time or bytes): > 1 is slower or fatter
-    low: float | None = None  # confidence interval of the ratio
-    high: float | None = None
-    p_value: float | None = None  # Mann-Whitney, two-sided
-    normalized: bool = False  # whether the time ratio was taken on probe-normalised samples
-    detectable: float | None = None  # the smallest slowdown (fraction) this comparison could have called
-    # The failure's short form (files keep ``reason``): what could have explained a regression and did not,
-    ruled_out: tuple[str, ...] = field(default=(), compare=False)  # "the machine's state (up to 13%)"
-    remeasured: tuple[float, ...] = field(default=(), compare=False)  # ... and the confirming re-measurements' ratios
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (result files, test reports)."""
-        return {
-            "outcome": self.outcome.value,
-            "reason": self.reason,
-            "ratio": self.ratio,
-            "low": self.low,
-            "high": self.high,
-            "p_value": self.p_value,
-            "normalized": self.normalized,
-            "detectable": self.detectable,
-        }
-
-    @classmethod
-    def from_dict(cls, data: object, metric: str) -> Verdict:
-        """Inverse of ``to_dict``; raises ``ValueError`` naming the bad field."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{metric} verdict: expected an object, got {type(data).__name__}")
-        outcome = outcome_of(data.get("outcome"), TIME, f"{metric} verdict")
-        reason = data.get("reason", "")
-        if not isinstance(reason, str):
-            raise ValueError(f"{metric} verdict: 'reason' must be a string")
-        ratio, low, high, p_value, detectable = (
-            _optional_number(data.get(name), f"{metric} verdict: {name!r}") for name in _FIGURES
-        )
-        normalized = data.get("normalized") is True
-        return cls(outcome, metric, reason, ratio, low, high, p_value, normalized, detectable)
-
-
-_FIGURES = ("ratio", "low", "high", "p_value", "detectable")
-
-
-def _optional_number(value: object, where: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{where} must be a finite number or null, got {value!r}")
-    return float(value)
 
 
 @final

@@ -24,7 +24,7 @@ import pytest
 from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.core.measurement import EAGER, GRAPH, TIMINGS, UNPROBED, Measurement
 from pytest_accel.core.operator_table import absent_line, explain
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.structure import Structure
 from pytest_accel.core.units import format_bytes, format_seconds
 from pytest_accel.engine.devices.base import (
@@ -41,7 +41,7 @@ from pytest_accel.engine.sampling import MeasureConfig, MeasurementError, Timing
 from pytest_accel.engine.structure import CompileWatch, take_structure
 from pytest_accel.judgement.gate import RECORD_HINT, GateResult
 from pytest_accel.judgement.structures import StructureVerdict
-from pytest_accel.judgement.verdict import Verdict, VerdictRecord
+from pytest_accel.judgement.verdict import VerdictRecord
 
 # A first measurement taking this many times its budget (measure + warm-up seconds, and over 10 s)
 # is warned about: its calls are too long for the minimum number of rounds.
