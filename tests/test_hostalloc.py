@@ -77,7 +77,8 @@ def test_the_cpu_reports_its_allocator_and_a_baseline_under_another_is_not_compa
     entry = BaselineEntry("t.py::test_k", "throughput", "calls", 1.0, (0.005,) * 5, provenance=recorded)
     reason = entry.incomparable(Measurement("calls", 1.0, (0.01,) * 5), now)
     assert reason == (
-        f"the baseline was taken with host_allocator=glibc, this run has host_allocator={now['host_allocator']}"
+        f"host_allocator glibc -> {now['host_allocator']}",
+        f"the baseline was taken with host_allocator=glibc, this run has host_allocator={now['host_allocator']}",
     )
     old = BaselineEntry("t.py::test_k", "throughput", "calls", 1.0, (0.005,) * 5, provenance={
         k: v for k, v in now.items() if k != "host_allocator"

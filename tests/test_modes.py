@@ -200,7 +200,8 @@ def test_a_figure_is_compared_only_with_a_baseline_timed_in_the_same_mode() -> N
     assert entry.incomparable(graph, {"torch": "2.13"}) is None
     eager = Measurement("calls", 1.0, (8e-6,) * 3)
     assert entry.incomparable(eager, {}) == (
-        "the baseline was timed with timing=graph, this run with timing=eager: another mode"
+        "timing graph -> eager",
+        "the baseline was timed with timing=graph, this run with timing=eager: another mode",
     )
     old = BaselineEntry("t.py::test_add", "throughput", "calls", 1.0, (8e-6,))  # recorded before modes existed
     assert old.incomparable(eager, {}) is None

@@ -174,9 +174,9 @@ def test_the_summary_opens_with_what_could_not_be_judged() -> None:
 
     records = [record(Outcome.NOISY), record(Outcome.NOISY), record(Outcome.UNCHANGED), record(Outcome.NEW)]
     lines = verdict_summary(records, "cpu-k/smoke", updating=False)
-    assert lines[0].startswith("accel: NOT JUDGED: 2 of 4 figures (noisy): a slowdown there would have passed")
-    assert "1 judged" in lines[0]
-    assert lines[1:3] == ["accel:   t::a: why", "accel:   t::a: why"]  # each abstention says why
+    assert lines[0].startswith("accel: NOT JUDGED: 2 of 4 figures (noisy), 1 judged: a slowdown there would pass")
+    # each abstention says why (a verdict read from a file without its short form: the reason)
+    assert lines[1:4] == ["accel:   to judge these, see --accel-json:", "accel:     t::a  why", "accel:     t::a  why"]
     assert not verdict_summary(records[2:], "cpu-k/smoke", updating=False)[0].startswith("accel: NOT JUDGED")
 
 
@@ -188,8 +188,8 @@ def test_the_summary_names_ten_abstentions_and_counts_the_rest() -> None:
         for i in range(13)
     ]
     lines = verdict_summary(records, "cpu-k/smoke", updating=False)
-    assert lines[1] == "accel:   t::k0: y" and lines[10] == "accel:   t::k9: y"
-    assert lines[11] == "accel:   and 3 more (every reason is in --accel-json)"
+    assert lines[2] == "accel:     k0  y" and lines[11] == "accel:     k9  y"
+    assert lines[12] == "accel:   and 3 more (every reason is in --accel-json)"
 
 
 KERNEL = """

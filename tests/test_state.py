@@ -284,7 +284,8 @@ def test_a_baseline_from_another_cache_size_is_not_compared() -> None:
     entry = BaselineEntry("t::a", "throughput", "x", 1.0, (0.1,), provenance={"cache_l3": "32768K"})
     measurement = Measurement("x", 1.0, (0.1,))
     assert entry.incomparable(measurement, {"cache_l3": "266240K"}) == (
-        "the baseline was taken with cache_l3=32768K, this run has cache_l3=266240K"
+        "cache_l3 32768K -> 266240K",
+        "the baseline was taken with cache_l3=32768K, this run has cache_l3=266240K",
     )
 
 

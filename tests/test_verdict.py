@@ -401,3 +401,14 @@ def test_a_regression_against_one_recording_says_its_spread_between_processes_wa
     assert "assumed" not in judge_time(slower, twice, POLICY).reason
     pooled = Observation(noisy(0.01, 0.01), [1e-3] * 30, run_medians=(10.0,), pooled_spread=(0.03, 4.0))
     assert "assumed" not in judge_time(slower, pooled, POLICY).reason  # the file's other entries measured it
+
+
+def test_an_abstention_travels_through_a_result_file_and_a_bad_one_is_named() -> None:
+    """A confirmation child's noisy verdict reaches the parent's summary with its short form."""
+    from pytest_accel.core.outcomes import Abstention
+
+    noisy = Verdict(Outcome.NOISY, "time", "...", 1.1, abstention=Abstention("a neighbour at 51%, uncalibrated", "x"))
+    assert Verdict.from_dict(noisy.to_dict(), "time").abstention == noisy.abstention
+    assert "abstention" not in Verdict(Outcome.UNCHANGED, "time", "...").to_dict()
+    with pytest.raises(ValueError, match="time verdict: 'abstention' must be an object"):
+        Verdict.from_dict({**noisy.to_dict(), "abstention": {"why": 3}}, "time")

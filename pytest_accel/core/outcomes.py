@@ -9,6 +9,7 @@ words and what would let it be judged (``Abstention``). Pure: no torch, no pytes
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Mapping
@@ -77,7 +78,7 @@ class Verdict:
     # The failure's short form (files keep ``reason``): what could have explained a regression and did not,
     ruled_out: tuple[str, ...] = field(default=(), compare=False)  # "the machine's state (up to 13%)"
     remeasured: tuple[float, ...] = field(default=(), compare=False)  # ... and the confirming re-measurements' ratios
-    # The summary's short form of a noisy or new verdict (files keep ``reason``).
+    # A noisy or new verdict's short form, for the summary (files keep it beside ``reason``).
     abstention: Abstention | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,6 +92,7 @@ class Verdict:
             "p_value": self.p_value,
             "normalized": self.normalized,
             "detectable": self.detectable,
+            **({} if self.abstention is None else {"abstention": dataclasses.asdict(self.abstention)}),
         }
 
     @classmethod
@@ -106,10 +108,19 @@ class Verdict:
             _optional_number(data.get(name), f"{metric} verdict: {name!r}") for name in _FIGURES
         )
         normalized = data.get("normalized") is True
-        return cls(outcome, metric, reason, ratio, low, high, p_value, normalized, detectable)
+        abstention = _abstention(data.get("abstention"), f"{metric} verdict: 'abstention'")
+        return cls(outcome, metric, reason, ratio, low, high, p_value, normalized, detectable, abstention=abstention)
 
 
 _FIGURES = ("ratio", "low", "high", "p_value", "detectable")
+
+
+def _abstention(value: object, where: str) -> Abstention | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not all(isinstance(value.get(k), str) for k in ("why", "remedy")):
+        raise ValueError(f"{where} must be an object with the strings 'why' and 'remedy', got {value!r}")
+    return Abstention(value["why"], value["remedy"])
 
 
 def _optional_number(value: object, where: str) -> float | None:

@@ -187,31 +187,38 @@ class BaselineEntry:
         """The figure a verdict compares, of the latest recording (probe-normalised where recorded)."""
         return median(compared_samples(self.samples, self.probe_samples))
 
-    def incomparable(self, measurement: Measurement, provenance: Mapping[str, str]) -> str | None:
-        """Why ``measurement`` (taken with ``provenance``) must not be judged against this entry, or None."""
+    def incomparable(self, measurement: Measurement, provenance: Mapping[str, str]) -> tuple[str, str] | None:
+        """Why ``measurement`` (taken with ``provenance``) must not be judged against this entry, or None:
+        in a few words for the summary (``timing eager -> graph``), and as a sentence."""
         if self.unit != measurement.unit or self.items_per_call != measurement.items_per_call:
             return (
-                f"the baseline measured {self.items_per_call:g} {self.unit} per call, this run "
-                f"{measurement.items_per_call:g} {measurement.unit}: the workload changed"
+                f"workload {self.items_per_call:g} {self.unit} -> {measurement.items_per_call:g} {measurement.unit}",
+                (
+                    f"the baseline measured {self.items_per_call:g} {self.unit} per call, this run "
+                    f"{measurement.items_per_call:g} {measurement.unit}: the workload changed"
+                ),
             )
         for key, now_mode in mode_provenance(measurement, defaults=True).items():  # graph vs eager, cold vs warm
             then_mode = self.provenance.get(key, _MODE_DEFAULTS[key])
             if then_mode != now_mode:
-                return f"the baseline was timed with {key}={then_mode}, this run with {key}={now_mode}: another mode"
+                return f"{key} {then_mode} -> {now_mode}", (
+                    f"the baseline was timed with {key}={then_mode}, this run with {key}={now_mode}: another mode"
+                )
         for key in (*IDENTITY_PROVENANCE, *COMPARABLE_PROVENANCE, *MAJOR_VERSION_PROVENANCE):
             then, now = self.provenance.get(key), provenance.get(key)
             if then is None and now is None:
                 continue
-            if then is None or now is None:
+            if then is None:
                 return (
-                    f"the baseline does not say its {key} (this run: {now}): record it again"
-                    if then is None
-                    else f"this run does not know its {key} (the baseline's: {then})"
+                    f"the baseline lacks {key}",
+                    f"the baseline does not say its {key} (this run: {now}): record it again",
                 )
+            if now is None:
+                return f"this run lacks {key}", f"this run does not know its {key} (the baseline's: {then})"
             if key in MAJOR_VERSION_PROVENANCE:
                 then, now = then.split(".")[0], now.split(".")[0]
             if then != now:
-                return f"the baseline was taken with {key}={then}, this run has {key}={now}"
+                return f"{key} {then} -> {now}", f"the baseline was taken with {key}={then}, this run has {key}={now}"
         return None
 
     def to_json(self) -> dict[str, Any]:

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import final
 
 from pytest_accel.core.measurement import Measurement, display_name, pooled, throttle_problem
-from pytest_accel.core.outcomes import Outcome, Verdict
+from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
 from pytest_accel.judgement.verdict import (
+    RECORD,
     Observation,
     VerdictPolicy,
     VerdictRecord,
@@ -57,6 +58,10 @@ EXTEND_MEASUREMENTS = 4
 REFUTED_LIMIT = 2
 # The closing line of a failure message (the operator diff goes above it).
 RECORD_HINT = "if the change is intended, record it"
+# What would let a figure the gate itself left unjudged be judged.
+_COOL = "cool the device or lower its load"
+_AGAIN = "run them again in a new process (pytest <same args> -k <test>)"
+NO_BASELINE = "no baseline"
 # Provenance fields shown when they changed since the baseline (an upgrade explains a shift).
 _SHOWN_PROVENANCE = ("torch", "cuda_runtime", "cuda_driver", "habana_torch_plugin", "device_model")
 
@@ -123,15 +128,19 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
             Outcome.NOISY,
             "time",
             f"this process said {first.reason}; a fresh process said the opposite: {fresh.detail}; not judged",
+            ratio=first.ratio,
             normalized=first.normalized,
             detectable=first.detectable,
+            abstention=Abstention("a fresh process said the opposite", _AGAIN),
         )
     return Verdict(
         outcome,
         "time",
         f"this process said {first.reason}; a fresh process did not confirm it: {fresh.detail}",
+        ratio=first.ratio if outcome is Outcome.NOISY else None,
         normalized=first.normalized,
         detectable=first.detectable,
+        abstention=None if fresh.verdict is None else fresh.verdict.abstention,
     )
 
 
@@ -167,10 +176,13 @@ def run_gate(
     if entry is None:  # new either way; a throttled figure says so (and --accel-update does not record it)
         throttled = throttle_problem(measurement)
         why = "no baseline for this test on this device" + ("" if throttled is None else f"; and {throttled}")
-        return GateResult(Verdict(Outcome.NEW, "time", why), None, (measurement,))
-    reason = entry.incomparable(measurement, provenance)
-    if reason is not None:
-        return GateResult(Verdict(Outcome.NEW, "time", f"not compared: {reason}"), None, (measurement,))
+        new = Verdict(Outcome.NEW, "time", why, abstention=Abstention(NO_BASELINE, RECORD))
+        return GateResult(new, None, (measurement,))
+    differs = entry.incomparable(measurement, provenance)
+    if differs is not None:
+        short, reason = differs
+        new = Verdict(Outcome.NEW, "time", f"not compared: {reason}", abstention=Abstention(short, f"re-{RECORD}"))
+        return GateResult(new, None, (measurement,))
     if entry.tolerance is not None or entry.memory_tolerance is not None:
         policy = replace(
             policy,
@@ -182,7 +194,8 @@ def run_gate(
     def judge(group: Sequence[Measurement]) -> Verdict:
         taken = pooled(group)
         if (throttled := throttle_problem(taken)) is not None:  # never a silent figure; memory still judged
-            return Verdict(Outcome.NOISY, "time", throttled)
+            rounds = f"{taken.throttled_rounds} of {len(taken.samples)} rounds"
+            return Verdict(Outcome.NOISY, "time", throttled, abstention=Abstention(f"throttled in {rounds}", _COOL))
         return judge_time(_observation(taken), baseline, policy)
 
     taken = [measurement]
@@ -299,6 +312,7 @@ class Gate:
                 ratio=suspect.ratio,
                 normalized=suspect.normalized,
                 detectable=suspect.detectable,
+                abstention=Abstention(f"{self.refuted} suspects refuted by fresh processes", _AGAIN),
             ), None
         fresh = confirm_in_fresh_process(test, metric, self._rootdir, self._mode.fresh_process)
         verdict = with_fresh_confirmation(suspect, fresh)

@@ -69,6 +69,8 @@ _STATE_NAMES = {
     "compute": "the reference kernel",
 }
 
+_SHORT_NAMES = {"memory": "memory copy", "latency": "random gather", "fresh": "page faults"}
+
 
 FRESH = "fresh"  # the fresh-pages probe (engine/machine.py)
 # Entries of a state that are not a probe's time.
@@ -94,6 +96,7 @@ class StateShift:
     faster: float = 0.0
     why_slower: str = ""
     why_faster: str = ""
+    short_slower: str = ""  # ``why_slower`` in a few words: "page faults 1.44x"
 
 
 def state_shift(
@@ -115,7 +118,7 @@ def state_shift(
     if "compute" not in now:
         return StateShift()
     share = now.get(FAULT_SHARE)
-    slower, faster, why_slower, why_faster = 0.0, 0.0, "", ""
+    slower, faster, why_slower, why_faster, short_slower = 0.0, 0.0, "", "", ""
     for name, seconds in sorted(now.items()):
         pairs = [(s[name], s["compute"]) for s in recorded if name in s and "compute" in s]
         if name in _NOT_PROBES or not pairs or seconds <= 0 or min(p for p, _ in pairs) <= 0:
@@ -134,9 +137,10 @@ def state_shift(
             why += f"; this test's own page faults took {share:.0%} of its time"
         if up > slower:
             slower, why_slower = up, why
+            short_slower = f"{_SHORT_NAMES.get(name, name)} {math.exp(relative):.2f}x"
         if down > faster:
             faster, why_faster = down, why
-    return StateShift(slower, faster, why_slower, why_faster)
+    return StateShift(slower, faster, why_slower, why_faster, short_slower)
 
 
 def neighbour_ruled_out(now: Mapping[str, float], moved: float) -> str:

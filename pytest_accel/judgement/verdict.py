@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, final
 
 from pytest_accel.core.measurement import FOREIGN_CPU, UNPROBED, compared_samples, probe_normalized
-from pytest_accel.core.outcomes import Outcome, Verdict
+from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.stats import (
     mann_whitney_p,
     median,
@@ -283,19 +283,26 @@ def _separated(now: Sequence[float], then: Sequence[float], runs: Sequence[float
     return quantile(now, 0.25) > slow_end * (1 + tolerance)
 
 
+# What would let a figure the machine's state or a neighbour left unjudged be judged; and a new one.
+_QUIETER = "a quieter machine"
+RECORD = "record a baseline: pytest <same args> --accel-update"
+
+
 def detectable_slowdown(half_width: float, tolerance: float) -> float:
     """The smallest slowdown a verdict with this interval can call: beyond the tolerance and the interval."""
     return max(1 + tolerance, math.exp(half_width)) - 1
 
 
-def _noisy_state(why: str, shift: float, tolerance: float, normalized: bool) -> Verdict:
+def _noisy_state(shift: StateShift, tolerance: float, normalized: bool) -> Verdict:
+    explains = math.expm1(shift.slower) * 100
     return Verdict(
         Outcome.NOISY,
         "time",
-        f"the machine is in a state its baseline did not cover: {why}; a workload bound by it could look "
-        f"{math.expm1(shift) * 100:.0f}% slower without any change of code: not judged",
+        f"the machine is in a state its baseline did not cover: {shift.why_slower}; a workload bound by it could "
+        f"look {explains:.0f}% slower without any change of code: not judged",
         normalized=normalized,
-        detectable=detectable_slowdown(shift, tolerance),
+        detectable=detectable_slowdown(shift.slower, tolerance),
+        abstention=Abstention(f"state: {shift.short_slower}, up to {explains:.0f}%", _QUIETER),
     )
 
 
@@ -313,7 +320,13 @@ def _unsteady(
         f"(baseline ±{spread_then * 100:.0f}%)"
     )
     too_unsteady = Verdict(
-        Outcome.NOISY, "time", f"{unsteady}: the machine is too unsteady to judge", normalized=normalized
+        Outcome.NOISY,
+        "time",
+        f"{unsteady}: the machine is too unsteady to judge",
+        normalized=normalized,
+        abstention=Abstention(
+            f"unsteady: ±{spread_now * 100:.0f}% spread (limit ±{spread_limit * 100:.0f}%)", _QUIETER
+        ),
     )
     if not _separated(now, then, runs, policy.tolerance):
         return too_unsteady, ""
@@ -353,7 +366,9 @@ def _beside_neighbour(
             f"time {_percent(ratio)}, but {shared}, and no calibration run of this test saw a neighbour this busy "
             "(record one with --accel-calibrate): not judged"
         )
-        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio), shift, "", ""
+        why = f"a neighbour at {now.get(FOREIGN_CPU, 0.0):.0%}, uncalibrated"
+        abstention = Abstention(why, "calibrate beside a neighbour (--accel-calibrate)")
+        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, abstention=abstention), shift, "", ""
     moved, why_moved = bound
     # Like the state shift, the neighbour bound is a bias, not a random error: the slowdown must clear
     # the tolerance with the interval and all the neighbour could explain taken off (the larger of the
@@ -367,7 +382,10 @@ def _beside_neighbour(
             f"and the interval taken off, the slowdown is within the {policy.tolerance:.0%} tolerance: not judged"
         )
         detectable = detectable_slowdown(half_width + widened, policy.tolerance)
-        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, detectable=detectable), shift, "", ""
+        why = f"a neighbour at {now.get(FOREIGN_CPU, 0.0):.0%} explains {math.expm1(widened):.0%}"
+        abstention = Abstention(why, _QUIETER)
+        verdict = Verdict(Outcome.NOISY, "time", reason, ratio=ratio, detectable=detectable, abstention=abstention)
+        return verdict, shift, "", ""
     clause = f"; {shared}, but {why_moved}: this is beyond it"
     return None, replace(shift, slower=widened), clause, neighbour_ruled_out(now, moved)
 
@@ -392,6 +410,32 @@ def _covered_states(
     return (*baseline.run_states, *baseline.calibration)
 
 
+_UNPROBED = Verdict(
+    Outcome.NOISY,
+    "time",
+    "the machine's state probes could not run (their buffers could not be allocated: out of memory?), so "
+    "nothing is known of the machine's state: not judged",
+    abstention=Abstention("state probes could not run", "free memory for them (out of memory?)"),
+)
+
+
+def _probe_drift(current: Observation, baseline: Observation, policy: VerdictPolicy) -> Verdict | None:
+    """The noisy verdict when the reference kernel itself runs at another speed than when recorded, else None."""
+    drift = median(current.probe_samples) / median(baseline.probe_samples)
+    if 1 / policy.probe_drift_limit <= drift <= policy.probe_drift_limit:
+        return None
+    return Verdict(
+        Outcome.NOISY,
+        "time",
+        f"the reference kernel ran {drift:.2f}x as long as when the baseline was recorded: the machine "
+        "(or torch's matmul) is in another state; re-record the baseline if this is the new normal",
+        normalized=True,
+        abstention=Abstention(
+            f"reference kernel {drift:.2f}x as long", "re-record if that is the new normal (--accel-update)"
+        ),
+    )
+
+
 def judge_time(current: Observation, baseline: Observation, policy: VerdictPolicy) -> Verdict:
     """Compare the time of one measurement with its baseline (rules 2-3 of the module docstring)."""
     now, then = current.normalized, baseline.normalized
@@ -399,14 +443,9 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     if not normalized:
         now, then = tuple(current.samples), tuple(baseline.samples)
     if not now or not then:
-        return Verdict(Outcome.NEW, "time", "no samples to compare")
+        return Verdict(Outcome.NEW, "time", "no samples to compare", abstention=Abstention("no samples", RECORD))
     if current.state.get(UNPROBED):
-        return Verdict(
-            Outcome.NOISY,
-            "time",
-            "the machine's state probes could not run (their buffers could not be allocated: out of memory?), so "
-            "nothing is known of the machine's state: not judged",
-        )
+        return _UNPROBED
     # Recorded run medians are normalised exactly when the baseline has probe samples.
     runs = baseline.run_medians if normalized == bool(baseline.probe_samples) else ()
     too_unsteady, unsteady = _unsteady(now, then, runs, policy, normalized)
@@ -414,15 +453,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
         return too_unsteady
     shift = StateShift()
     if normalized:
-        drift = median(current.probe_samples) / median(baseline.probe_samples)
-        if not 1 / policy.probe_drift_limit <= drift <= policy.probe_drift_limit:
-            return Verdict(
-                Outcome.NOISY,
-                "time",
-                f"the reference kernel ran {drift:.2f}x as long as when the baseline was recorded: the machine "
-                "(or torch's matmul) is in another state; re-record the baseline if this is the new normal",
-                normalized=normalized,
-            )
+        if (drifted := _probe_drift(current, baseline, policy)) is not None:
+            return drifted
         shift = state_shift(current.state, _covered_states(current, baseline, policy), policy.state_noise_floor)
     pooled = baseline.pooled_spread if runs else None
     ratio, half_width = _ratio_interval(now, then, runs, policy, pooled)
@@ -435,7 +467,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
         # taken off is not the machine's: a flash -> math fallback read +160% to +1500% while the
         # gather's state, wandering by itself on the VM, could explain 21-45%.
         if ratio * math.exp(-half_width - shift.slower) <= 1 + policy.tolerance:
-            return _noisy_state(shift.why_slower, shift.slower, policy.tolerance, normalized)
+            return _noisy_state(shift, policy.tolerance, normalized)
         beyond_state = (
             f"; the machine's state could explain up to {math.expm1(shift.slower) * 100:.0f}%: {shift.why_slower}; "
             "this is beyond it"
@@ -510,7 +542,8 @@ def combine(first: Verdict, confirmations: Sequence[Verdict]) -> Verdict:
         return first
     if any(v.outcome is Outcome.NOISY for v in confirmations):
         noisy = next(v for v in confirmations if v.outcome is Outcome.NOISY)
-        return Verdict(Outcome.NOISY, first.metric, f"first {first.reason}; then {noisy.reason}")
+        reason = f"first {first.reason}; then {noisy.reason}"
+        return Verdict(Outcome.NOISY, first.metric, reason, ratio=first.ratio, abstention=noisy.abstention)
     if all(v.outcome is first.outcome for v in confirmations):
         ratios = [first.ratio or 1.0, *(v.ratio or 1.0 for v in confirmations)]
         return Verdict(

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_accel.core.measurement import display_name, mode_note
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Abstention, Outcome
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
+from pytest_accel.judgement.gate import NO_BASELINE
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
 
@@ -68,7 +69,8 @@ _HINTS = {
 
 
 def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> list[str]:
-    """One line per verdict kind that occurred, with what to do about it."""
+    """One line per verdict kind that occurred, with what to do about it; a figure that was not judged
+    (noisy, or new for another reason than a missing baseline) gets a row saying why."""
     counts: dict[str, int] = {}
     for record in records:
         if record.verdict is not None and not record.measurement.disabled:
@@ -76,10 +78,12 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
             if record.verdict.outcome is Outcome.REGRESSED:
                 outcome = Outcome.REGRESSED.value
             counts[outcome] = counts.get(outcome, 0) + 1
-    lines = _abstention_lines(records, counts, updating)
+    explained = () if updating else (Outcome.NOISY.value, Outcome.NEW.value)  # said by their own lines
+    lines = [] if updating else _noisy_lines(records, counts) + _new_lines(records, where)
     lines += [
         f"accel: {count} {outcome}" + (f": {_HINTS[outcome].format(where=where)}" if outcome in _HINTS else "")
         for outcome, count in sorted(counts.items())
+        if outcome not in explained
     ]
     lines += _sight_lines(records) + _structure_lines(records, updating)
     if updating and lines:
@@ -87,33 +91,71 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
     return lines
 
 
-# Noisy figures whose reason the summary prints; the rest are counted (every reason is in --accel-json).
+# Rows of unjudged figures the summary prints; the rest are counted (every reason is in --accel-json).
 _REASONS_SHOWN = 10
+# A summary line's width: a longer row says its reason on a line of its own.
+_WIDTH = 120
 
 
-def _abstention_lines(records: Sequence[Recorded], counts: dict[str, int], updating: bool) -> list[str]:
-    """The summary's first lines when figures could not be judged: an abstention is not a pass, so each
-    one says why (the rule that abstained and its figures), the first ``_REASONS_SHOWN`` of them."""
-    noisy, total = counts.get("noisy", 0), sum(counts.values())
-    if not noisy or updating:
-        return []
-    judged = total - noisy - counts.get("new", 0)
-    lines = [
-        f"accel: NOT JUDGED: {noisy} of {total} figures (noisy): a slowdown there would have passed unseen; "
-        f"{judged} judged; --accel-strict fails them. Why:"
+def _unjudged(records: Sequence[Recorded], outcome: Outcome) -> list[Recorded]:
+    return [
+        r for r in records if r.verdict is not None and not r.measurement.disabled and r.verdict.time.outcome is outcome
     ]
-    unjudged = [
-        r
-        for r in records
-        if r.verdict is not None and not r.measurement.disabled and r.verdict.time.outcome is Outcome.NOISY
-    ]
-    lines += [
-        f"accel:   {display_name(r.test, r.measurement.name)}: {r.verdict.time.reason}"
-        for r in unjudged[:_REASONS_SHOWN]
-        if r.verdict is not None
-    ]
+
+
+def _rows(unjudged: Sequence[Recorded], lead: str) -> list[str]:
+    """The figures not judged, grouped by what would let them be judged (``lead`` + that), one row each:
+    the name, the change it read when there was one, why, in columns; the first ``_REASONS_SHOWN``."""
+    shown = unjudged[:_REASONS_SHOWN]
+    names = [display_name(r.test, r.measurement.name) for r in shown]
+    short_names = [name.rpartition("::")[2] for name in names]
+    if len(set(short_names)) == len(short_names):  # unique without their files: as -k selects them
+        names = short_names
+    groups: dict[str, list[tuple[str, str, str]]] = {}
+    for record, name in zip(shown, names, strict=True):
+        assert record.verdict is not None
+        time = record.verdict.time
+        short = time.abstention or Abstention(time.reason, "see --accel-json")
+        change = "" if time.ratio is None else format_percent_change(time.ratio)
+        groups.setdefault(short.remedy, []).append((name, change, short.why))
+    rows = [row for group in groups.values() for row in group]
+    name_width = max(len(name) for name, _, _ in rows)
+    change_width = max(len(change) for _, change, _ in rows)
+    lines = []
+    for remedy, group in groups.items():
+        lines.append(f"accel:   {lead}{remedy}:")
+        for name, change, why in group:
+            row = f"accel:     {name.ljust(name_width)}" + (f"  {change.rjust(change_width)}" if change_width else "")
+            lines += [f"{row}  {why}"] if len(row) + 2 + len(why) <= _WIDTH else [row.rstrip(), f"accel:       {why}"]
     if len(unjudged) > _REASONS_SHOWN:
         lines.append(f"accel:   and {len(unjudged) - _REASONS_SHOWN} more (every reason is in --accel-json)")
+    return lines
+
+
+def _noisy_lines(records: Sequence[Recorded], counts: Mapping[str, int]) -> list[str]:
+    """When figures could not be judged: an abstention is not a pass, so the first line says what it
+    costs, and a row each says why (the rule that abstained and its figure), under what would help."""
+    noisy, total = counts.get("noisy", 0), sum(counts.values())
+    if not noisy:
+        return []
+    judged = total - noisy - counts.get("new", 0)
+    head = (
+        f"accel: NOT JUDGED: {noisy} of {total} figures (noisy), {judged} judged: a slowdown there would pass unseen; "
+        "--accel-strict fails them"
+    )
+    return [head, *_rows(_unjudged(records, Outcome.NOISY), "to judge these, ")]
+
+
+def _new_lines(records: Sequence[Recorded], where: str) -> list[str]:
+    """New figures: those without a baseline in one line; those whose baseline is not comparable a row each."""
+    new = _unjudged(records, Outcome.NEW)
+    other = [r for r in new if (short := r.verdict and r.verdict.time.abstention) and short.why != NO_BASELINE]
+    lines = []
+    if missing := len(new) - len(other):
+        lines.append(f"accel: {missing} new: {_HINTS['new'].format(where=where)}")
+    if other:
+        lines.append(f"accel: {len(other)} new: not compared with the baseline (another workload, mode or setup)")
+        lines += _rows(other, "to judge these, ")
     return lines
 
 
