@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from pytest_accel.commands.ab import Sitting, Track, table
 from pytest_accel.core.measurement import FOREIGN_CPU, Measurement
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import FreshVerdict
 from pytest_accel.judgement.gate import NO_BASELINE, GateResult, failure_lines
+from pytest_accel.judgement.paired import PairedVerdict
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.structures import StructureVerdict, structure_failure
 from pytest_accel.judgement.verdict import RECORD, Observation, VerdictPolicy, VerdictRecord, judge_time
+from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.outputs.terminal import verdict_summary
 
 TEST = "perf_tests/test_attention.py::test_attention_forward[sdpa-flash-sd3-256px-b2]"
@@ -203,3 +208,51 @@ def test_what_ran_is_one_line_when_the_operator_diff_already_names_the_change() 
     ]
     absent = ("operators: no diff (the baseline entry has no operator table: record it again with --accel-update)",)
     assert _what_ran_changed(counts, absent) == ["what ran changed:", *(f"  {line}" for line in counts)]
+
+
+# A sitting's figures (docs/studies/ab-pr: a +10% slowdown beside a second suite, 38 pairs; an A/A test that
+# stayed undecided), a test only the head has, and a peak-memory regression planted on the first.
+def _sides(seconds: float, pairs: int, peak: int | None = None) -> list[Measurement]:
+    return [Measurement("sequences", 2.0, (seconds,) * 10, peak_memory_bytes=peak)] * pairs
+
+
+AB_FILE = "perf_tests/test_attention.py::test_attention_forward"
+AB_TRACKS = [
+    Track((f"{AB_FILE}[sdpa-flash-llama70b-decode-kv384]", "throughput"),
+          _sides(0.00312, 38, 96 * 2**20), _sides(0.00340, 38, 192 * 2**20), [0.0] * 38,
+          PairedVerdict(Outcome.REGRESSED, 38, 1.0897, 1.0192, 1.1651, "slower, beyond the 5% tolerance")),
+    Track((f"{AB_FILE}[sdpa-flash-sd3-256px-b2]", "throughput"), _sides(0.0221, 4), _sides(0.0218, 4), [0.0] * 4,
+          PairedVerdict(Outcome.UNCHANGED, 4, 0.9848, 0.9673, 1.0027, "within ±5%")),
+    Track((f"{AB_FILE}[sdpa-math-llama70b-prefill-512]", "throughput"), _sides(0.362, 40), _sides(0.379, 40),
+          [0.0] * 40, PairedVerdict(Outcome.INCONCLUSIVE, 40, 1.0458, 0.8687, 1.2591,
+                                    "straddles the ±5% band; about 95 pairs at this noise would decide")),
+    Track((f"{AB_FILE}[sdpa-flash-sd3-512px-b2]", "throughput"), [], _sides(0.0905, 1), [],
+          PairedVerdict(Outcome.NEW, 0, reason="only the head has this test")),
+]  # fmt: skip
+
+
+def test_the_ab_table_says_each_figure_once_and_its_notes_say_what_the_table_cannot() -> None:
+    sitting = SimpleNamespace(
+        sides={"base": SimpleNamespace(label="main 612bd91"), "head": SimpleNamespace(label="612bd91 + changes")},
+        tracks={t.key: t for t in AB_TRACKS},
+    )
+    name = "| perf_tests/test_attention.py::test_attention_forward"
+    assert markdown_table(*table(sitting)).splitlines() == [
+        "| test | base: main 612bd91 | head: 612bd91 + changes | head vs base | pairs | verdict | peak memory |",
+        "|---|---|---|---|---|---|---|",
+        f"{name}[sdpa-flash-llama70b-decode-kv384] | 641 sequences/s | 588 sequences/s | +9.0% [+1.9% .. +16.5%] | 38 "
+        "| regressed | +100.0% (regressed) |",
+        f"{name}[sdpa-flash-sd3-256px-b2] | 90.5 sequences/s | 91.7 sequences/s | -1.5% [-3.3% .. +0.3%] | 4 "
+        "| unchanged | - |",
+        f"{name}[sdpa-math-llama70b-prefill-512] | 5.52 sequences/s | 5.28 sequences/s | +4.6% [-13.1% .. +25.9%] "
+        "| 40 | inconclusive | - |",
+        f"{name}[sdpa-flash-sd3-512px-b2] | - | 22.1 sequences/s | - | 0 | new | - |",
+    ]
+    notes = Sitting.notes(sitting)
+    assert notes == [
+        "PEAK MEMORY REGRESSED: test_attention_forward[sdpa-flash-llama70b-decode-kv384]: peak memory 96.0 MiB -> "
+        "192.0 MiB, beyond the 10% tolerance",
+        "NOT COMPARED: test_attention_forward[sdpa-flash-sd3-512px-b2]: only the head has this test",
+        "INCONCLUSIVE: test_attention_forward[sdpa-math-llama70b-prefill-512]: straddles the ±5% band; about 95 pairs "
+        "at this noise would decide",
+    ]

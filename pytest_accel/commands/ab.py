@@ -44,11 +44,11 @@ from pytest_accel.commands.absides import (
     run_process,
     worktree,
 )
-from pytest_accel.core.measurement import Measurement, display_name
+from pytest_accel.core.measurement import Measurement, display_name, short_names
 from pytest_accel.core.operator_table import absent_line, explain
 from pytest_accel.core.outcomes import PAIRED, Outcome, Verdict
 from pytest_accel.core.stats import median
-from pytest_accel.core.units import format_rate, format_seconds
+from pytest_accel.core.units import format_change, format_percent_change, format_rate, format_seconds
 from pytest_accel.judgement.paired import PairedVerdict, SequentialPlan, judge_pairs
 from pytest_accel.judgement.results import merged_document, save_results
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_memory
@@ -378,14 +378,20 @@ class Sitting:
             return EXIT_USAGE  # a sitting that compared nothing must never pass
         return EXIT_OK
 
-    def not_compared(self) -> list[str]:
-        """A line for each test only one side measured (never compared), and one when nothing was compared."""
-        lines = [
-            f"NOT COMPARED: {display_name(*key)}: {track.verdict.reason}"
-            for key, track in sorted(self.tracks.items())
-            if track.verdict.outcome in (Outcome.NEW, Outcome.GONE)
-        ]
-        if lines and not any(track.log_ratios for track in self.tracks.values()):
+    def notes(self) -> list[str]:
+        """The lines under the table: why a test has no verdict of its own (never compared, undecided, failed on a
+        side), its peak memory when that regressed, and a line when nothing was compared at all."""
+        lines = []
+        names = short_names([display_name(*key) for key in sorted(self.tracks)])
+        for (_, track), name in zip(sorted(self.tracks.items()), names, strict=True):
+            verdict = track.verdict
+            if (label := _NOTED.get(verdict.outcome)) is not None and verdict.reason:
+                lines.append(f"{label}: {name}: {verdict.reason}")
+            if (memory := track.memory) is not None and memory.outcome is Outcome.REGRESSED:
+                lines.append(f"PEAK MEMORY REGRESSED: {name}: {memory.reason}")
+        if any(t.verdict.outcome in (Outcome.NEW, Outcome.GONE) for t in self.tracks.values()) and not any(
+            track.log_ratios for track in self.tracks.values()
+        ):
             lines.append(
                 "compared nothing: no test was measured on both sides (different test ids? a -k that selects "
                 "nothing on one side? see each side's log in runs/)"
@@ -393,7 +399,18 @@ class Sitting:
         return lines
 
 
+# The outcomes the notes under the table explain (the table's columns say the rest).
+_NOTED = {
+    Outcome.NEW: "NOT COMPARED",
+    Outcome.GONE: "NOT COMPARED",
+    Outcome.INCONCLUSIVE: "INCONCLUSIVE",
+    Outcome.ERROR: "ERROR",
+}
+
+
 def table(sitting: Sitting) -> tuple[list[str], list[list[str]]]:
+    """One row per test: both sides' throughput, the change with its interval, the pairs, the verdict, and
+    the change of peak memory; what a row cannot say is in ``Sitting.notes``."""
     base, head = sitting.sides["base"], sitting.sides["head"]
     header = ["test", f"base: {base.label}", f"head: {head.label}", "head vs base", "pairs", "verdict", "peak memory"]
     rows = []
@@ -405,18 +422,17 @@ def table(sitting: Sitting) -> tuple[list[str], list[list[str]]]:
             f"{format_rate(data[f'{side}_items_per_second'])} {data['unit']}/s"
             for side in ("base", "head")
         }  # fmt: skip
-        verdict = track.verdict
-        rows.append(
-            [
-                display_name(*track.key) if track.key[1] != "-" else track.key[0],
-                rate["base"],
-                rate["head"],
-                verdict.reason,
-                str(len(track.log_ratios)),
-                verdict.outcome.value,
-                "-" if track.memory is None else f"{track.memory.reason} ({track.memory.outcome.value})",
-            ]
-        )
+        verdict, memory = track.verdict, track.memory
+        change = "-"
+        if verdict.ratio is not None and verdict.low is not None and verdict.high is not None:
+            change = format_change(verdict.ratio, verdict.low, verdict.high)
+        peak = "-"
+        if memory is not None and memory.ratio is not None and math.isfinite(memory.ratio):
+            peak = format_percent_change(memory.ratio)
+        if memory is not None and memory.outcome is Outcome.REGRESSED:
+            peak = "regressed" if peak == "-" else f"{peak} (regressed)"  # from 0 bytes: no percentage
+        name = display_name(*track.key) if track.key[1] != "-" else track.key[0]
+        rows.append([name, rate["base"], rate["head"], change, str(len(track.log_ratios)), verdict.outcome.value, peak])
     return header, rows
 
 
@@ -435,7 +451,7 @@ def write_outputs(sitting: Sitting, code: int) -> str:
         f" ({sitting.stop_reason}); exit {code}"
     )
     text = markdown_table(header, rows) + "\n" + summary + "\n"
-    text += "".join(f"{line}\n" for line in sitting.not_compared())
+    text += "".join(f"{line}\n" for line in sitting.notes())
     for key, track in sorted(sitting.tracks.items()):
         if track.operators:
             text += f"\n{display_name(*key)}, operators (base -> head):\n\n```\n" + "\n".join(track.operators)

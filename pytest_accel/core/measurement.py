@@ -63,6 +63,13 @@ def display_name(test: str, metric: str) -> str:
     return test if metric == DEFAULT_METRIC else f"{test} [{metric}]"
 
 
+def short_names(names: Sequence[str]) -> list[str]:
+    """``names`` without their files (``test_x[p]``, as ``-k`` selects them) when that keeps them apart, else as
+    they are: for rows of a summary that must fit a line."""
+    short = [name.rpartition("::")[2] for name in names]
+    return short if len(set(short)) == len(short) else list(names)
+
+
 def probe_normalized(samples: Sequence[float], probe_samples: Sequence[float]) -> tuple[float, ...]:
     """Each round's time over its probe figure; empty without a probe figure for every round."""
     if not probe_samples or len(probe_samples) != len(samples):

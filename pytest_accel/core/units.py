@@ -6,7 +6,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["format_bytes", "format_percent_change", "format_rate", "format_seconds", "percent_of_peak"]
+__all__ = [
+    "format_bytes",
+    "format_change",
+    "format_percent_change",
+    "format_rate",
+    "format_seconds",
+    "percent_of_peak",
+]
 
 
 def format_bytes(count: int | float | None) -> str:
@@ -56,3 +63,8 @@ def percent_of_peak(extra: Mapping[str, Any]) -> str:
 def format_percent_change(ratio: float) -> str:
     """A ratio as a signed percentage change: 1.053 -> ``+5.3%``."""
     return f"{(ratio - 1) * 100:+.1f}%"
+
+
+def format_change(ratio: float, low: float, high: float) -> str:
+    """A change and its interval, as every verdict writes it: ``+26.9% [+16.4% .. +32.9%]``."""
+    return f"{format_percent_change(ratio)} [{format_percent_change(low)} .. {format_percent_change(high)}]"

@@ -20,7 +20,7 @@ from typing import final
 
 from pytest_accel.core.measurement import Measurement, display_name, pooled, throttle_problem
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
-from pytest_accel.core.units import format_percent_change, format_rate
+from pytest_accel.core.units import format_change, format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
 from pytest_accel.judgement.verdict import (
@@ -354,8 +354,7 @@ def failure_lines(
     result, time = gate.reported, gate.time
     lines = [f"perf {why}: {display_name(test, result.name)} on {result.device_key}"]
     if time.outcome is Outcome.REGRESSED and time.ratio is not None and time.low is not None:
-        change = f"{format_percent_change(time.ratio)} [{format_percent_change(time.low)} .. "
-        change += f"{format_percent_change(time.high or time.ratio)}]"
+        change = format_change(time.ratio, time.low, time.high or time.ratio)
         tolerance = f", beyond the {gate.tolerance:.0%} tolerance" if gate.tolerance is not None else ""
         rates = ""
         if entry is not None:
@@ -390,10 +389,10 @@ def _believed(time: Verdict, fresh: FreshVerdict | None) -> str:
         parts.append(f"{len(time.remeasured)} re-measurement{'s' if len(time.remeasured) > 1 else ''} ({shown})")
     child = fresh.verdict if fresh is not None else None
     if child is not None and child.ratio is not None:
-        interval = ""
         if child.low is not None and child.high is not None:
-            interval = f" [{format_percent_change(child.low)} .. {format_percent_change(child.high)}]"
-        parts.append(f"a fresh process ({format_percent_change(child.ratio)}{interval})")
+            parts.append(f"a fresh process ({format_change(child.ratio, child.low, child.high)})")
+        else:
+            parts.append(f"a fresh process ({format_percent_change(child.ratio)})")
     elif fresh is not None:
         parts.append(f"no fresh process's word: {fresh.detail}")
     return "; ".join(parts) or "one measurement (no re-measurement was asked: --accel-confirmations 0)"

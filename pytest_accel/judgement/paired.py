@@ -46,7 +46,6 @@ from typing import Any, final
 
 from pytest_accel.core.outcomes import PAIRED, Outcome, outcome_of
 from pytest_accel.core.stats import t_cdf, t_quantile
-from pytest_accel.core.units import format_percent_change
 
 __all__ = ["PairedVerdict", "SequentialPlan", "calibrated_level", "judge_pairs", "look_schedule"]
 
@@ -195,10 +194,6 @@ class PairedVerdict:
         )
 
 
-def _interval_text(ratio: float, low: float, high: float) -> str:
-    return f"{format_percent_change(ratio)} [{format_percent_change(low)}, {format_percent_change(high)}]"
-
-
 def judge_pairs(log_ratios: Sequence[float], plan: SequentialPlan, *, last: bool = False) -> PairedVerdict:
     """The verdict after ``len(log_ratios)`` pairs: a claim at a scheduled look, else pending.
 
@@ -214,17 +209,15 @@ def judge_pairs(log_ratios: Sequence[float], plan: SequentialPlan, *, last: bool
         return PairedVerdict(Outcome.PENDING, n)
     ratio, low, high = plan.interval(log_ratios)
     limit = 1 + plan.tolerance
-    text, band = _interval_text(ratio, low, high), f"{plan.tolerance:.0%}"
+    band = f"{plan.tolerance:.0%}"
     if low > 1 and ratio > limit:
-        return PairedVerdict(Outcome.REGRESSED, n, ratio, low, high, f"{text}: slower, beyond {band}")
+        return PairedVerdict(Outcome.REGRESSED, n, ratio, low, high, f"slower, beyond the {band} tolerance")
     if high < 1 and ratio < 1 / limit:
-        return PairedVerdict(Outcome.IMPROVED, n, ratio, low, high, f"{text}: faster, beyond {band}")
+        return PairedVerdict(Outcome.IMPROVED, n, ratio, low, high, f"faster, beyond the {band} tolerance")
     if 1 / limit <= low and high <= limit:
-        return PairedVerdict(Outcome.UNCHANGED, n, ratio, low, high, f"{text}: within ±{band}")
+        return PairedVerdict(Outcome.UNCHANGED, n, ratio, low, high, f"within ±{band}")
     if not last and n < plan.max_pairs:
-        return PairedVerdict(Outcome.PENDING, n, ratio, low, high, text)
+        return PairedVerdict(Outcome.PENDING, n, ratio, low, high)
     needed = plan.pairs_needed(log_ratios)
     hint = f"; about {needed} pairs at this noise would decide" if needed and needed > n else ""
-    return PairedVerdict(
-        Outcome.INCONCLUSIVE, n, ratio, low, high, f"{text}: straddles the ±{plan.tolerance:.0%} band{hint}"
-    )
+    return PairedVerdict(Outcome.INCONCLUSIVE, n, ratio, low, high, f"straddles the ±{band} band{hint}")

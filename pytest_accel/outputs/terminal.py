@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from pytest_accel.core.measurement import display_name, mode_note
+from pytest_accel.core.measurement import display_name, mode_note, short_names
 from pytest_accel.core.outcomes import Abstention, Outcome
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
 from pytest_accel.judgement.gate import NO_BASELINE
@@ -107,10 +107,7 @@ def _rows(unjudged: Sequence[Recorded], lead: str) -> list[str]:
     """The figures not judged, grouped by what would let them be judged (``lead`` + that), one row each:
     the name, the change it read when there was one, why, in columns; the first ``_REASONS_SHOWN``."""
     shown = unjudged[:_REASONS_SHOWN]
-    names = [display_name(r.test, r.measurement.name) for r in shown]
-    short_names = [name.rpartition("::")[2] for name in names]
-    if len(set(short_names)) == len(short_names):  # unique without their files: as -k selects them
-        names = short_names
+    names = short_names([display_name(r.test, r.measurement.name) for r in shown])
     groups: dict[str, list[tuple[str, str, str]]] = {}
     for record, name in zip(shown, names, strict=True):
         assert record.verdict is not None
