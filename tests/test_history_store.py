@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -255,3 +257,67 @@ def test_the_nightly_files_its_results_on_the_history_branch() -> None:
     assert '--into history --commit "${{ github.sha }}"' in filing and "--run-id" in filing
     assert "for attempt in 1 2 3 4 5" in filing and "git push -q origin HEAD:accel-history" in filing
     assert "git rebase -q FETCH_HEAD" in filing
+
+
+def _history_folder(tmp_path: Path, nights: int = 3) -> Path:
+    for night in range(nights):
+        archive(write_night(tmp_path / f"{night}.json", night), tmp_path / "h", Stamp(commit_of(night), "r", "1"))
+    return tmp_path / "h"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
+def test_a_read_only_index_serves_until_it_needs_a_refresh_then_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, index = _history_folder(tmp_path), tmp_path / "index.sqlite"
+    assert main(["history", str(folder), "--db", str(index)]) == 0
+    index.chmod(0o444)
+    assert main(["history", str(folder), "--db", str(index)]) == 0  # up to date: only read
+    archive(write_night(tmp_path / "9.json", 9), folder, Stamp(commit_of(9), "r", "1"))
+    capsys.readouterr()
+    assert main(["history", str(folder), "--db", str(index)]) == 2
+    err = capsys.readouterr().err
+    assert f"{index}: cannot write the index (attempt to write a readonly database)" in err
+    assert "Traceback" not in err
+
+
+def test_a_read_only_index_is_named_even_as_root(tmp_path: Path) -> None:
+    """The same refusal through SQLite's own read-only mode, which holds for root too."""
+    folder, path = _history_folder(tmp_path), tmp_path / "index.sqlite"
+    with HistoryIndex(path) as index:
+        index.refresh(folder)
+    archive(write_night(tmp_path / "9.json", 9), folder, Stamp(commit_of(9), "r", "1"))
+    with HistoryIndex(path) as index:
+        index.connection.execute("PRAGMA query_only = ON")
+        with pytest.raises(HistoryIndexError, match=r"cannot write the index \(attempt to write a readonly database"):
+            index.refresh(folder)
+        assert len(index.nights()) == 3  # nothing half-written
+
+
+def test_two_first_builds_of_one_index_at_once_both_succeed(tmp_path: Path) -> None:
+    """Two processes building one new index: the second waits for the first's lock, then finds it built."""
+    folder, index = _history_folder(tmp_path, nights=200), tmp_path / "n.sqlite"
+    command = [sys.executable, "-m", "pytest_accel", "history", str(folder), "--db", str(index)]
+    for _ in range(3):
+        index.unlink(missing_ok=True)
+        runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        done = [(run.wait(timeout=120), *run.communicate()) for run in runs]
+        assert [code for code, _, _ in done] == [0, 0], done
+    with HistoryIndex(index) as opened:
+        assert len(opened.nights()) == 200
+
+
+def test_an_index_of_the_right_version_with_other_tables_is_refused_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    index = tmp_path / "index.sqlite"
+    with sqlite3.connect(index) as connection:
+        connection.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        connection.execute("INSERT INTO schema_version VALUES (?)", (INDEX_SCHEMA,))
+        connection.execute("CREATE TABLE files (id INTEGER PRIMARY KEY, name TEXT)")
+        connection.execute("CREATE TABLE figures (file_id INTEGER, value REAL)")
+    before = index.read_bytes()
+    assert main(["history", str(_history_folder(tmp_path)), "--db", str(index)]) == 2
+    err = capsys.readouterr().err
+    assert f"{index}: index schema {INDEX_SCHEMA}, but its table 'files' has columns id, name" in err
+    assert "not touched" in err and "Traceback" not in err and index.read_bytes() == before

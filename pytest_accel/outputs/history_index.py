@@ -7,12 +7,21 @@ re-read, one no longer there dropped. Reading a folder validates every file (mil
 fraction of that (docs/studies/history/README.md has the figures).
 
 The index carries its schema version. A newer one is refused (written by a newer pytest-accel); an
-older one is rebuilt from the folder, which loses nothing. A file that is not an index is never touched.
+older one is rebuilt from the folder, which loses nothing. A file that is not an index (another
+database, or tables of another shape under the right version) is never touched, and one that cannot
+be written (read-only) is named: ``HistoryIndexError``, never an ``sqlite3`` traceback.
+
+Several jobs may open one index at once. Every write (the first build, a refresh) runs in one
+``BEGIN IMMEDIATE`` transaction, which takes the file's write lock before anything is read: a second
+process building the same new index waits for the first (up to ``LOCK_TIMEOUT_SECONDS``), then finds
+its tables and its files already there, instead of inserting the same paths again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -50,6 +59,14 @@ CREATE INDEX files_by_night ON files (device_key, date, file_name);
 CREATE INDEX figures_by_measurement ON figures (test, metric);
 """
 _OURS = ("schema_version", "files", "figures")
+# The columns each table must have: an index of the right version with other tables is not ours.
+_COLUMNS = {
+    "schema_version": ("version",),
+    "files": ("id", "path", "size", "mtime_ns", "device_key", "date", "label", "file_name", "commit_id"),
+    "figures": ("file_id", "test", "metric", "compared", "items_per_second"),
+}
+# How long a process waits for another one's write (a first build of thousands of nights takes seconds).
+LOCK_TIMEOUT_SECONDS = 120.0
 
 
 class HistoryIndexError(Exception):
@@ -77,7 +94,8 @@ class HistoryIndex:
             raise HistoryIndexError(f"{path}: is not a file")
         self.path = path
         try:
-            self.connection = sqlite3.connect(path)
+            # Autocommit: every write is an explicit BEGIN IMMEDIATE transaction (``_writing``).
+            self.connection = sqlite3.connect(path, timeout=LOCK_TIMEOUT_SECONDS, isolation_level=None)
         except sqlite3.Error as error:
             raise HistoryIndexError(f"{path}: cannot open: {error}") from None
         try:
@@ -85,10 +103,36 @@ class HistoryIndex:
             self._check_schema()
         except sqlite3.DatabaseError as error:  # "file is not a database", among others
             self.connection.close()
-            raise HistoryIndexError(f"{path}: not an SQLite file ({error}); not touched") from None
+            raise self._unusable(error) from None
         except HistoryIndexError:
             self.connection.close()
             raise
+
+    def _unusable(self, error: sqlite3.Error) -> HistoryIndexError:
+        """What an ``sqlite3`` error means for this file, named."""
+        text = str(error)
+        if "readonly" in text or "read-only" in text:
+            return HistoryIndexError(
+                f"{self.path}: cannot write the index ({text}): make it writable, or give another --db"
+            )
+        if "locked" in text or "busy" in text:
+            return HistoryIndexError(
+                f"{self.path}: another process held the index for {LOCK_TIMEOUT_SECONDS:g} s ({text}); try again"
+            )
+        if isinstance(error, sqlite3.OperationalError | sqlite3.IntegrityError):
+            return HistoryIndexError(f"{self.path}: cannot use the index ({text}); not touched")
+        return HistoryIndexError(f"{self.path}: not an SQLite file ({text}); not touched")
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction that holds the file's write lock from its start (see the module docstring)."""
+        self.connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.connection
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        self.connection.execute("COMMIT")
 
     def __enter__(self) -> HistoryIndex:
         return self
@@ -99,16 +143,31 @@ class HistoryIndex:
         self.connection.close()
 
     def _check_schema(self) -> None:
-        """Create the tables in a new file; refuse a newer schema or a foreign database; rebuild an older one."""
-        tables = {row[0] for row in self.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not tables:
-            with self.connection:
-                self.connection.executescript(_TABLES)
-                self.connection.execute("INSERT INTO schema_version VALUES (?)", (INDEX_SCHEMA,))
+        """Create the tables in a new file; refuse a newer schema or a foreign database; rebuild an older one.
+        An index that is right is only read (a read-only one serves queries); a change is re-decided under the
+        write lock, since another process may have made it meanwhile."""
+        if self._schema_state() == "current":
             return
+        with self._writing() as connection:
+            state = self._schema_state()
+            if state == "older":  # derived from the folder: rebuilding loses nothing
+                for table in ("figures", "files", "schema_version"):
+                    connection.execute(f"DROP TABLE IF EXISTS {table}")
+            if state != "current":
+                for statement in _TABLES.split(";"):
+                    if statement.strip():
+                        connection.execute(statement)
+                connection.execute("INSERT INTO schema_version VALUES (?)", (INDEX_SCHEMA,))
+
+    def _schema_state(self) -> str:
+        """ "empty", "older" or "current"; ``HistoryIndexError`` for a newer or a foreign file."""
+        connection = self.connection
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            return "empty"
         if "schema_version" not in tables or not tables <= set(_OURS):
             raise HistoryIndexError(f"{self.path}: an SQLite file, but not a pytest-accel history index; not touched")
-        versions = [row[0] for row in self.connection.execute("SELECT version FROM schema_version")]
+        versions = [row[0] for row in connection.execute("SELECT version FROM schema_version")]
         if len(versions) != 1 or not isinstance(versions[0], int):
             raise HistoryIndexError(f"{self.path}: schema_version must hold one integer, holds {versions!r}")
         if versions[0] > INDEX_SCHEMA:
@@ -116,21 +175,47 @@ class HistoryIndex:
                 f"{self.path}: written by a newer pytest-accel (index schema {versions[0]}; this one reads "
                 f"{INDEX_SCHEMA}): upgrade, or give another --db file"
             )
-        if versions[0] < INDEX_SCHEMA:  # derived from the folder: rebuilding loses nothing
-            with self.connection:
-                for table in ("figures", "files", "schema_version"):
-                    self.connection.execute(f"DROP TABLE IF EXISTS {table}")
-            self._check_schema()
+        if versions[0] < INDEX_SCHEMA:
+            return "older"
+        self._check_columns(connection, tables)
+        return "current"
+
+    def _check_columns(self, connection: sqlite3.Connection, tables: set[str]) -> None:
+        """Refuse tables of another shape under this schema version (an index a tool or a person altered)."""
+        for table, columns in _COLUMNS.items():
+            found = tuple(row[1] for row in connection.execute(f"PRAGMA table_info({table})"))
+            if table not in tables or found != columns:
+                raise HistoryIndexError(
+                    f"{self.path}: index schema {INDEX_SCHEMA}, but its table {table!r} has columns "
+                    f"{', '.join(found) or 'none'} (expected {', '.join(columns)}): not a pytest-accel history "
+                    "index; not touched (delete it to rebuild)"
+                )
 
     def refresh(self, folder: Path) -> Refreshed:
-        """Bring the index up to date with the result files under ``folder`` (``ResultsError``: a bad file)."""
+        """Bring the index up to date with the result files under ``folder`` (``ResultsError``: a bad file;
+        ``HistoryIndexError``: an index that cannot be written)."""
         on_disk = {}
         for path in result_paths(folder):
             status = path.stat()
             on_disk[str(path.resolve())] = (path, status.st_size, status.st_mtime_ns)
-        known = {row[0]: row[1:] for row in self.connection.execute("SELECT path, id, size, mtime_ns FROM files")}
+        try:
+            return self._refresh(on_disk)
+        except sqlite3.Error as error:
+            raise self._unusable(error) from None
+
+    def _known(self) -> dict[str, tuple[int, int, int]]:
+        """Indexed path -> (row id, size, modification time)."""
+        return {row[0]: row[1:] for row in self.connection.execute("SELECT path, id, size, mtime_ns FROM files")}
+
+    def _refresh(self, on_disk: dict[str, tuple[Path, int, int]]) -> Refreshed:
+        known = self._known()
+        if known.keys() == on_disk.keys() and all(known[k][1:] == on_disk[k][1:] for k in known):
+            return Refreshed(0, len(known), 0)  # up to date: nothing written (a read-only index serves)
         read = kept = 0
-        with self.connection:  # one transaction: a bad file leaves the index as it was
+        # One transaction, locked before the index is read again: a bad file leaves the index as it was, and
+        # a second refresher reads what the first wrote.
+        with self._writing():
+            known = self._known()
             for key, (path, size, mtime_ns) in on_disk.items():
                 if key in known and known[key][1:] == (size, mtime_ns):
                     kept += 1
@@ -157,6 +242,12 @@ class HistoryIndex:
 
     def nights(self) -> list[Night]:
         """Every indexed night, in device and night order."""
+        try:
+            return self._nights()
+        except sqlite3.Error as error:
+            raise self._unusable(error) from None
+
+    def _nights(self) -> list[Night]:
         files = self.connection.execute(
             "SELECT id, device_key, date, label, file_name, commit_id FROM files"
             " ORDER BY device_key, date, file_name, path"
