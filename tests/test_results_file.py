@@ -196,10 +196,63 @@ def test_an_error_names_the_line_of_its_own_entry(tmp_path: Path) -> None:
     ]
     path = write(tmp_path, data)
     lines = path.read_text().splitlines()
-    wanted = [number for number, line in enumerate(lines, 1) if '"test": "test_x.py::test_a"' in line][1]
+    wanted = [number for number, line in enumerate(lines, 1) if '"items_per_call": -1' in line]
     with pytest.raises(ResultsError) as error:
         load_results(path)
-    assert f"{path}, line {wanted}: results[2] (test_x.py::test_a): items_per_call" in str(error.value)
+    assert f"{path}, line {wanted[0]}: results[2] (test_x.py::test_a): items_per_call" in str(error.value)
+
+
+def _numbered(path: Path, marker: str) -> int:
+    return next(number for number, line in enumerate(path.read_text().splitlines(), 1) if marker in line)
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+@pytest.mark.parametrize("separators", [(", ", ": "), (",", ":")])
+def test_the_line_is_found_however_the_file_was_written(
+    tmp_path: Path, ensure_ascii: bool, separators: tuple[str, str]
+) -> None:
+    """Raw UTF-8 test ids (``jq``, ``ensure_ascii=False``), ``\\u`` escapes, compact separators: one line each."""
+    data = document()
+    first = data["results"][0]
+    data["results"] = [{**first, "test": "test_ü.py::test_größe[μ]"}, {**first, "test": "test_ü.py::test_b",
+                       "items_per_call": -1}]  # fmt: skip
+    path = tmp_path / "r.json"
+    text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=ensure_ascii, separators=separators)
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ResultsError) as error:
+        load_results(path)
+    wanted = _numbered(path, f'"items_per_call"{separators[1]}-1')
+    assert f"{path}, line {wanted}: results[1] (test_ü.py::test_b): items_per_call" in str(error.value)
+
+
+def test_an_entry_that_is_not_an_object_and_a_repeated_one_are_named_by_line(tmp_path: Path) -> None:
+    data = document()
+    data["results"] = [data["results"][0], "test_x.py::test_a"]
+    path = write(tmp_path, data)
+    with pytest.raises(ResultsError) as error:
+        load_results(path)
+    line = _numbered(path, '    "test_x.py::test_a"')
+    assert f"{path}, line {line}: results[1]: entry: expected an object" in str(error.value)
+    data["results"] = [data["results"][0]] * 2
+    path = write(tmp_path, data)
+    with pytest.raises(ResultsError) as error:
+        load_results(path)
+    starts = [number for number, line in enumerate(path.read_text().splitlines(), 1) if line == "    {"]
+    assert str(error.value) == (
+        f"{path}, line {starts[1]}: results[1]: test_x.py::test_a appears twice (first as results[0], line {starts[0]})"
+    )
+
+
+@pytest.mark.parametrize("schema", [0, -1])
+def test_a_schema_below_one_is_refused_as_the_baselines_refuse_it(
+    tmp_path: Path, schema: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, {**document(), "schema": schema})
+    with pytest.raises(ResultsError, match=rf"'schema' must be an integer >= 1 \(got {schema}\)"):
+        load_results(path)
+    for command in (["report", str(path)], ["compare", str(path), str(path)]):
+        assert main(command) == 2
+        assert "'schema' must be an integer >= 1" in capsys.readouterr().err
 
 
 def test_a_valid_file_is_read_without_locating_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

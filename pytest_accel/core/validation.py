@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "encodable",
     "finite",
     "integer_text",
+    "line_at",
     "number_text",
     "positive",
     "samples",
@@ -41,6 +43,13 @@ class Invalid(Exception):
 
     def __init__(self, path: str, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
+        self.path = path
+
+    @property
+    def key(self) -> str | None:
+        """The first key of the path (``samples`` of ``samples``, ``state`` of ``state['x']``), when it names one."""
+        named = re.match(r"'?([A-Za-z_][A-Za-z0-9_]*)", self.path)
+        return named.group(1) if named else None
 
 
 def show(value: object) -> str:
@@ -222,3 +231,59 @@ def decode_json(raw: bytes, where: str) -> object:
         raise Invalid(where, f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
     except (ValueError, RecursionError) as error:  # an int too long to convert; nesting too deep
         raise Invalid(where, f"invalid JSON: {error}") from None
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def _skip(text: str, pos: int) -> int:
+    """The offset of the first character at or after ``pos`` that is not JSON whitespace."""
+    found = _SPACE.match(text, pos)
+    assert found is not None  # the pattern matches the empty string
+    return found.end()
+
+
+def line_at(text: str, path: Sequence[str | int]) -> int | None:
+    """The 1-based line where the member at ``path`` (object keys, list indices) of the JSON ``text``
+    begins (an object member's key, a list item), whatever the writer's separators, indentation or
+    escapes (``jq``'s raw UTF-8, ``json.dumps``'s ``\\u`` escapes, compact ``":"``); None when there is
+    no such member. Only the containers on the way are walked; the values beside them are skipped."""
+    pos = _skip(text, 1 if text.startswith("\ufeff") else 0)
+    start = pos
+    for step in path:
+        found = _member(text, pos, step)
+        if found is None:
+            return None
+        start, pos = found
+    return text.count("\n", 0, start) + 1
+
+
+def _member(text: str, pos: int, step: str | int) -> tuple[int, int] | None:
+    """(where the member begins, where its value begins) in the container at ``pos``, or None."""
+    opener = text[pos : pos + 1]
+    if opener != ("[" if isinstance(step, int) else "{"):
+        return None
+    try:
+        pos = _skip(text, pos + 1)
+        index = 0
+        while text[pos : pos + 1] not in ("]", "}", ""):
+            start = pos
+            if opener == "{":
+                key, pos = _DECODER.raw_decode(text, pos)
+                pos = _skip(text, pos)
+                if text[pos : pos + 1] != ":":
+                    return None
+                pos = _skip(text, pos + 1)
+                if key == step:
+                    return start, pos
+            elif index == step:
+                return start, pos
+            _, pos = _DECODER.raw_decode(text, pos)
+            pos = _skip(text, pos)
+            if text[pos : pos + 1] == ",":
+                pos = _skip(text, pos + 1)
+            index += 1
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return None

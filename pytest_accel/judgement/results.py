@@ -26,6 +26,7 @@ from pytest_accel.core.validation import (
     decode_json,
     encodable,
     finite,
+    line_at,
     positive,
     samples,
     show,
@@ -150,6 +151,8 @@ def load_results(path: Path, raw: bytes | None = None) -> ResultFile:
     schema = document.get("schema")
     if not isinstance(schema, int) or isinstance(schema, bool):
         raise ResultsError(f"{path}: not a pytest-accel result file (no integer 'schema')")
+    if schema < 1:  # as the baseline and structure stores refuse it
+        raise ResultsError(f"{path}: 'schema' must be an integer >= 1 (got {schema})")
     if schema > RESULTS_SCHEMA:
         raise ResultsError(
             f"{path}: written by a newer pytest-accel (schema {schema}; this one reads {RESULTS_SCHEMA})"
@@ -174,15 +177,22 @@ def load_results(path: Path, raw: bytes | None = None) -> ResultFile:
             text_of(device["key"], "device['key']")
     except Invalid as invalid:
         raise ResultsError(f"{path}: {invalid}") from None
+    seen: dict[tuple[str, str], int] = {}
     for index, entry in enumerate(results):
         try:
             key, measurement, verdict = _entry(entry)
         except Invalid as invalid:
             test = entry.get("test") if isinstance(entry, dict) else None
             named = f" ({test})" if isinstance(test, str) and test and encodable(test) else ""
-            raise ResultsError(f"{path}{_line_of(text, results, index)}: results[{index}]{named}: {invalid}") from None
+            line = _line_of(text, index, invalid.key)
+            raise ResultsError(f"{path}{line}: results[{index}]{named}: {invalid}") from None
         if key in measurements:
-            raise ResultsError(f"{path}: results[{index}]: {display_name(*key)} appears twice")
+            first = seen[key]
+            raise ResultsError(
+                f"{path}{_line_of(text, index)}: results[{index}]: {display_name(*key)} appears twice (first as "
+                f"results[{first}]{_line_of(text, first)})"
+            )
+        seen[key] = index
         measurements[key] = measurement
         verdicts[key] = verdict
     return ResultFile(
@@ -206,25 +216,12 @@ def _strings(value: object, where: str) -> dict[str, str]:
     return dict(value)
 
 
-def _line_of(text: str, results: list[Any], index: int) -> str:
-    """The ", line N" where the index-th entry's test id is written, when it can be found; "" otherwise.
-
-    Called only for an entry in error (it scans the file): the same id written by earlier entries is
-    skipped, so each entry finds its own line.
-    """
-    test = results[index].get("test") if isinstance(results[index], dict) else None
-    if not isinstance(test, str):
-        return ""
-    earlier = sum(1 for entry in results[:index] if isinstance(entry, dict) and entry.get("test") == test)
-    for needle in {f'"test": {json.dumps(test)}', f'"test": {json.dumps(test, ensure_ascii=False)}'}:
-        start = -1
-        for _ in range(earlier + 1):
-            start = text.find(needle, start + 1)
-            if start < 0:
-                break
-        else:
-            return f", line {text.count(chr(10), 0, start) + 1}"
-    return ""
+def _line_of(text: str, index: int, key: str | None = None) -> str:
+    """ ", line N" where results[index] writes ``key`` (else where the entry begins); "" when it cannot be found.
+    Called only for an entry in error: it walks the file's text (see ``line_at``)."""
+    line = line_at(text, ("results", index, key)) if key is not None else None
+    line = line or line_at(text, ("results", index))
+    return "" if line is None else f", line {line}"
 
 
 def _seconds(value: object, where: str) -> tuple[float, ...]:

@@ -138,8 +138,10 @@ def _slug(text: str, limit: int) -> str:
 
 def archive_name(result: ResultFile, stamp: Stamp, content: bytes) -> Path:
     """``<device key>/<date>-<commit>-<run>.json`` for a result file (``content``: its bytes, hashed without a run)."""
-    if not result.device_key:
-        raise HistoryError(f"{result.path}: measured nothing (no device key); nothing to file")
+    if not result.device_key or not result.measurements:
+        raise HistoryError(
+            f"{result.path}: measured nothing (no result: a -k or marker that selected no perf test?); nothing to file"
+        )
     if not _SAFE.fullmatch(result.device_key) or ".." in result.device_key:
         raise HistoryError(f"{result.path}: device key {result.device_key!r} cannot name a folder")
     date = result.date[:10]
