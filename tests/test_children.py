@@ -56,3 +56,53 @@ def test_stdin_is_empty_unless_asked(tmp_path: Path) -> None:
     with (tmp_path / "log").open("w") as sink:
         assert run_child([sys.executable, "-c", code], tmp_path, os.environ, sink).returncode == 0
     assert (tmp_path / "log").read_text() == "''\n"
+
+
+# A parent that starts a tied child (which watches its lifeline and starts a grandchild), writes the
+# child's pid, then waits to be killed.
+_PARENT = (
+    "import os, sys, time\n"
+    "from pathlib import Path\n"
+    "from pytest_accel.engine.processes import start_group\n"
+    "child = start_group([sys.executable, '-c', sys.argv[2], sys.argv[1]], Path.cwd(), dict(os.environ))\n"
+    "time.sleep(60)\n"
+)
+_TIED = (
+    "import os, subprocess, sys, time\n"
+    "from pytest_accel.engine.processes import LIFELINE_ENV, watch_lifeline\n"
+    "assert watch_lifeline() and LIFELINE_ENV not in os.environ\n"
+    "grandchild = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+    "open(sys.argv[1], 'w').write(f'{os.getpid()} {grandchild.pid}')\n"
+    "time.sleep(60)\n"
+)
+
+
+def test_a_child_and_what_it_started_die_with_a_parent_killed_by_sigkill(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    pids = tmp_path / "pids"
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, str(pids), _TIED], cwd=tmp_path)
+    deadline = time.monotonic() + 30
+    while not (pids.exists() and pids.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child, grandchild = map(int, pids.read_text().split())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(10)
+    deadline = time.monotonic() + 2
+    while (_alive(child) or _alive(grandchild)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child) and not _alive(grandchild)
+
+
+def test_a_lifeline_is_watched_only_by_a_group_leader_with_a_pipe() -> None:
+    """A variable inherited by a process this module did not start names nothing it can trust."""
+    import pytest
+
+    from pytest_accel.engine.processes import LIFELINE_ENV, watch_lifeline
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(LIFELINE_ENV, "0")  # stdin: not a pipe this module made
+        assert not watch_lifeline() and LIFELINE_ENV not in os.environ
+        patch.setenv(LIFELINE_ENV, "not a number")
+        assert not watch_lifeline()

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import random
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -295,3 +301,47 @@ def test_a_confirmation_that_cannot_decide_is_measured_again() -> None:
     assert judged.group == 1 and judged.time.outcome is Outcome.REGRESSED, judged.time.reason
     assert 2 < len(judged.measurements) <= 2 + EXTEND_MEASUREMENTS  # the confirmation was extended
     assert "confirmed by 1 re-measurement(s)" in judged.time.reason
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Processes whose command line holds ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if text in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGKILL])
+def test_a_calibration_killed_leaves_no_neighbour_running_and_no_folder(
+    perf_pytester: pytest.Pytester, tmp_path: Path, sent: signal.Signals
+) -> None:
+    """A CI job cancelled mid-calibration: the neighbour ends itself and removes its folder (its lifeline)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    perf_pytester.makepyfile(test_k=KERNEL)
+    command = [sys.executable, "-m", "pytest", *OPTIONS[:-1], "60", "--accel-calibrate", "-p", "no:cacheprovider"]
+    calibrating = subprocess.Popen(
+        command, cwd=perf_pytester.path, env={**os.environ, "TMPDIR": str(scratch)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not _processes_naming(str(scratch)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _processes_naming(str(scratch)), "the neighbour never started"
+        time.sleep(3)  # the neighbour has imported torch and watches its lifeline
+        calibrating.send_signal(sent)
+        calibrating.wait(30)
+        deadline = time.monotonic() + 3
+        while (_processes_naming(str(scratch)) or list(scratch.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _processes_naming(str(scratch)) == [] and list(scratch.iterdir()) == []
+    finally:
+        calibrating.kill()
+        for pid in _processes_naming(str(scratch)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)

@@ -30,6 +30,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import traceback
 
 
@@ -143,9 +144,30 @@ def _may_fork() -> bool:
     return not (cuda is not None and cuda.is_initialized())
 
 
+def _watch_lifeline() -> None:
+    """End this worker's group (it and its runs) when ``ab`` ends, however (SIGKILL included): at the end of
+    file of the lifeline ``ab`` passed (the protocol is engine/processes.py's ``watch_lifeline``, written
+    again here because the worker imports nothing of the package)."""
+    try:
+        fd = int(os.environ.pop("PYTEST_ACCEL_LIFELINE_FD", ""))
+        os.fstat(fd)
+    except (ValueError, OSError):
+        return
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            while os.read(fd, 64):
+                pass
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="accel-lifeline", daemon=True).start()
+
+
 def main() -> int:
     """Serve requests from stdin; answers go to a duplicate of the original stdout."""
     sys.path[0] = os.getcwd()  # run by path, sys.path[0] is this file's folder: make it the run's, as -m does
+    if os.getpgrp() == os.getpid():  # started by ab in a session of its own
+        _watch_lifeline()
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # a stray print goes where the worker's own words go, never into the answers
     import pytest  # noqa: F401  # imported once, before any fork

@@ -13,6 +13,17 @@ while it runs, its whole group gets SIGTERM, then SIGKILL. Who starts what:
   calibration's standard neighbour: the host-share meter counts children as this job's own);
 - ``git``: a git command, its output or a ``GitError`` with git's own words.
 
+Every child dies with this process however it ends, SIGKILL included, through its **lifeline**: a
+pipe whose write end only this process holds (forks of it close their copy). Each child started
+here inherits the read end, named by ``LIFELINE_ENV``; a pytest child with this plugin watches it
+(``watch_lifeline``), and at its end of file (every write end closed: this process exited, was
+killed, or crashed) kills its own process group, after removing the folder ``LIFELINE_REMOVE_ENV``
+names. Not a parent-death signal: the neighbour is deliberately not this process's child (its
+parent is a launcher that exits at once, and ``PR_SET_PDEATHSIG`` fires when the parent *thread*
+ends), and it would reach only the child, not its DataLoader workers. Not a process group shared
+with this one: a signal to this group would reach them, but nobody sends one to a SIGKILLed
+process's group, and the host-share meter must not count the neighbour as this process.
+
 The one process that cannot come through here is ``ab``'s worker itself (commands/abworker.py):
 it runs before a side's own copy of the package is imported, so it imports nothing of it.
 """
@@ -21,9 +32,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +45,8 @@ from pathlib import Path
 from typing import IO, Any, final
 
 __all__ = [
+    "LIFELINE_ENV",
+    "LIFELINE_REMOVE_ENV",
     "ChildRun",
     "GitError",
     "alive",
@@ -40,10 +56,70 @@ __all__ = [
     "run_child",
     "start_group",
     "stop_detached",
+    "watch_lifeline",
 ]
 
 # A group gets this long to end after each signal (SIGTERM, then SIGKILL) before the next.
 _GROUP_GRACE_SECONDS = 5.0
+# The lifeline's read end in a child (see the module docstring), and a folder it removes when its parent ends.
+LIFELINE_ENV = "PYTEST_ACCEL_LIFELINE_FD"
+LIFELINE_REMOVE_ENV = "PYTEST_ACCEL_LIFELINE_REMOVE"
+_lifeline: tuple[int, int] | None = None  # (read end, write end) of this process's lifeline, made at its first child
+
+
+def _lifeline_read_end() -> int:
+    """This process's lifeline's read end, for a child to inherit (the pipe is made once)."""
+    global _lifeline
+    if _lifeline is None:
+        _lifeline = os.pipe()  # both ends non-inheritable (PEP 446): a child gets the read end by pass_fds only
+    return _lifeline[0]
+
+
+def _forget_lifeline() -> None:
+    """In a fork (a DataLoader worker): close the copy of the write end, so the pipe ends with this process."""
+    global _lifeline
+    if _lifeline is not None:
+        for fd in _lifeline:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _lifeline = None
+
+
+os.register_at_fork(after_in_child=_forget_lifeline)
+
+
+def _tied(env: Mapping[str, str]) -> tuple[dict[str, str], tuple[int]]:
+    """A child's environment and the descriptors it inherits: the lifeline's read end, named."""
+    fd = _lifeline_read_end()
+    return {**env, LIFELINE_ENV: str(fd)}, (fd,)
+
+
+def watch_lifeline() -> bool:
+    """In a child started here: end this process's group when its parent ends (see the module docstring).
+
+    Only a process group's leader with a pipe at the named descriptor watches (every child started
+    here is one); the variable is removed at once, so the child's own children never read it: a
+    descriptor number means nothing in another process. Returns whether a watch started.
+    """
+    value = os.environ.pop(LIFELINE_ENV, None)
+    remove = os.environ.pop(LIFELINE_REMOVE_ENV, None)
+    try:
+        fd = int(value or "")
+        if os.getpgrp() != os.getpid() or not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+    except (ValueError, OSError):
+        return False
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            while os.read(fd, 64):  # nothing is ever written: it returns b"" when the parent has ended
+                pass
+        if remove:
+            shutil.rmtree(remove, ignore_errors=True)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="accel-lifeline", daemon=True).start()
+    return True
 
 
 @final
@@ -68,10 +144,12 @@ def start_group(
     stderr: IO[Any] | int | None = subprocess.STDOUT,
     text: bool = False,
 ) -> subprocess.Popen[Any]:
-    """Start ``command`` in a new session (its own process group), which ``kill_group`` ends whole."""
+    """Start ``command`` in a new session (its own process group), which ``kill_group`` ends whole; it is
+    tied to this process by the lifeline."""
+    tied, fds = _tied(env)
     return subprocess.Popen(
-        list(command), cwd=cwd, env=dict(env), stdin=stdin, stdout=stdout, stderr=stderr, text=text,
-        start_new_session=True,
+        list(command), cwd=cwd, env=tied, stdin=stdin, stdout=stdout, stderr=stderr, text=text,
+        start_new_session=True, pass_fds=fds,
     )  # fmt: skip
 
 
@@ -110,11 +188,12 @@ def kill_group(child: subprocess.Popen[Any]) -> None:
         os.killpg(child.pid, signal.SIGKILL)
 
 
-# Starts the command and exits at once, so the command is not a child of the process that asked.
+# Starts the command and exits at once, so the command is not a child of the process that asked; the
+# lifeline's read end passes through it.
 _LAUNCHER = (
-    "import subprocess, sys\n"
-    "child = subprocess.Popen(sys.argv[1:], start_new_session=True, stdin=subprocess.DEVNULL,"
-    " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "import os, subprocess, sys\n"
+    f"child = subprocess.Popen(sys.argv[1:], start_new_session=True, pass_fds=(int(os.environ['{LIFELINE_ENV}']),),"
+    " stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
     "print(child.pid)"
 )
 
@@ -124,10 +203,11 @@ def launch_detached(command: Sequence[str], cwd: Path, env: Mapping[str, str]) -
 
     Raises ``OSError`` naming why when it cannot be started.
     """
+    tied, fds = _tied(env)
     try:
         launched = subprocess.run(
             [sys.executable, "-c", _LAUNCHER, *command],
-            cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True,
+            cwd=cwd, env=tied, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True, pass_fds=fds,
         )  # fmt: skip
         return int(launched.stdout)
     except subprocess.CalledProcessError as error:

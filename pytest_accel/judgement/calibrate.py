@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import final
 
 from pytest_accel.core.measurement import Measurement, display_name
-from pytest_accel.engine.processes import alive, launch_detached, stop_detached
+from pytest_accel.engine.processes import LIFELINE_REMOVE_ENV, alive, launch_detached, stop_detached
 from pytest_accel.judgement.baselines import BaselineEntry, calibrated
 from pytest_accel.judgement.confirm import FRESH_PROCESS_ENV, ChildSettings
 
@@ -87,7 +87,9 @@ class StandardNeighbour:
         # Detached, not this process's child: the host-share meter counts this process's children
         # (its DataLoader workers) as its own.
         command = self.command(Path(self._scratch.name))
-        self._pid = launch_detached(command, self._rootdir, {**os.environ, FRESH_PROCESS_ENV: "1"})
+        # If this process dies (SIGKILL too), the neighbour ends itself and removes this folder (the lifeline).
+        env = {**os.environ, FRESH_PROCESS_ENV: "1", LIFELINE_REMOVE_ENV: self._scratch.name}
+        self._pid = launch_detached(command, self._rootdir, env)
 
     def _watch(self) -> None:
         while not self._stopping.wait(_POLL_SECONDS):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_accel.engine.processes import watch_lifeline
 from pytest_accel.plugin.options import MARKER_SETTINGS, SETTINGS
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def asked_pytest_benchmark(args: Sequence[str]) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker and the session object that does the work."""
+    watch_lifeline()  # a child of another pytest-accel process dies with it (engine/processes.py)
     # One table by default: ours. pytest-benchmark's prints the same tests again in its own units
     # (without device, verdict or memory), so it shows only when the run asks pytest-benchmark for
     # something (any --benchmark-* option, on the command line, in PYTEST_ADDOPTS or in addopts).
