@@ -322,3 +322,11 @@ def test_an_index_of_the_right_version_with_other_tables_is_refused_untouched(
     err = capsys.readouterr().err
     assert f"{index}: index schema {INDEX_SCHEMA}, but its table 'files' has columns id, name" in err
     assert "not touched" in err and "Traceback" not in err and index.read_bytes() == before
+
+
+@pytest.mark.parametrize("detector", [change_points, windowed_change_points])
+def test_a_long_clean_history_has_one_change_point_at_its_step(detector: object) -> None:
+    """2,000 noise-free nights, +25% from night 1,500: p underflows to 0 for many splits; one change point."""
+    assert callable(detector)
+    values = [1.0] * 1500 + [1.25] * 500
+    assert [(point.index, round(point.ratio, 3)) for point in detector(values, 0.05)] == [(1500, 1.25)]
