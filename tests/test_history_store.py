@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -253,10 +255,13 @@ def test_the_nightly_files_its_results_on_the_history_branch() -> None:
     assert not [s for s in steps if "actions/cache" in s.get("uses", "")]
     assert suite["permissions"] == {"contents": "write"}
     checkout = next(s for s in steps if s.get("id") == "history")
-    assert checkout["with"] == {"ref": "accel-history", "path": "history"} and checkout["continue-on-error"]
-    filing = next(s["run"] for s in steps if "pytest_accel archive" in s.get("run", ""))
-    assert '--into history --commit "${{ github.sha }}"' in filing and "--run-id" in filing
-    assert "for attempt in 1 2 3 4 5" in filing and "git push -q origin HEAD:accel-history" in filing
+    assert checkout["with"] == {"ref": "accel-history", "path": "history", "persist-credentials": False}
+    assert checkout["continue-on-error"]
+    filing = next(s for s in steps if "pytest_accel archive" in s.get("run", ""))
+    assert filing["env"]["COMMIT"] == "${{ github.sha }}" and '--commit "$COMMIT"' in filing["run"]
+    assert "--run-id" in filing["run"] and "for attempt in 1 2 3 4 5" in filing["run"]
+    filing = filing["run"]
+    assert 'git -c "$auth" push -q origin HEAD:accel-history' in filing  # the token for the push only
     assert "git rebase -q FETCH_HEAD" in filing
 
 
@@ -330,3 +335,40 @@ def test_a_long_clean_history_has_one_change_point_at_its_step(detector: object)
     assert callable(detector)
     values = [1.0] * 1500 + [1.25] * 500
     assert [(point.index, round(point.ratio, 3)) for point in detector(values, 0.05)] == [(1500, 1.25)]
+
+
+def _workflows() -> dict[str, dict[str, object]]:
+    yaml = pytest.importorskip("yaml")
+    folder = Path(__file__).resolve().parents[1] / ".github" / "workflows"
+    return {path.name: yaml.safe_load(path.read_text()) for path in sorted(folder.glob("*.yml"))}
+
+
+def test_every_workflow_step_is_pinned_keeps_no_credentials_and_uploads_hidden_folders() -> None:
+    """What zizmor checks (CI runs it too): actions pinned to a commit, no checkout that persists its
+    token, and an upload of a hidden folder (ab's .pytest-accel-ab) that says so (upload-artifact 4.4+
+    skips hidden files unless asked)."""
+    steps = [
+        (name, step)
+        for name, workflow in _workflows().items()
+        for job in workflow["jobs"].values()  # type: ignore[union-attr]
+        for step in job["steps"]
+    ]
+    assert steps
+    for name, step in steps:
+        uses = step.get("uses", "")
+        if uses:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", uses), f"{name}: {uses} is not pinned to a commit"
+        if uses.startswith("actions/checkout@"):
+            assert step.get("with", {}).get("persist-credentials") is False, f"{name}: {step}"
+        path = str(step.get("with", {}).get("path", ""))
+        if uses.startswith("actions/upload-artifact@") and any(p.startswith(".") for p in path.split()):
+            assert step["with"].get("include-hidden-files") is True, f"{name}: {path} is hidden: never uploaded"
+
+
+def test_the_workflows_pass_zizmor_and_actionlint_when_installed() -> None:
+    for tool, command in (("zizmor", ["zizmor", "--offline", "--min-severity", "low", ".github/workflows"]),
+                          ("actionlint", ["actionlint"])):  # fmt: skip
+        if shutil.which(tool) is None:
+            continue  # CI installs both (.ci/run); a laptop need not
+        done = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
