@@ -231,7 +231,7 @@ def _regressed(first: Measurement, again: Callable[[], Measurement]) -> GateResu
         Verdict(Outcome.REGRESSED, "time", "slower"),
         None,
         (first,),
-        failure="perf regressed: the message\n  if the change is intended, record it: ...",
+        failure="perf regressed: the message\n  if intended, accept it: ...",
     )
 
 
@@ -247,7 +247,7 @@ def test_a_profile_that_fails_leaves_the_regression_as_it_was(monkeypatch: pytes
     assert message.startswith("perf regressed: the message\n")
     assert message.endswith(
         "  operators: no diff (the profile failed: RuntimeError: profiler unavailable)\n"
-        "  if the change is intended, record it: ..."
+        "  if intended, accept it: ..."
     )
     [(reported, verdict)] = recorded
     assert verdict is not None and verdict.outcome is Outcome.REGRESSED and reported.operators is None

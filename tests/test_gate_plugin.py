@@ -116,17 +116,17 @@ def test_a_slowdown_fails_its_own_test_with_the_figures(recorded: pytest.Pyteste
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*perf regressed: test_sleepy.py::test_sleep on cpu-*",
-            "*  time +*% [[]+*% .. +*%[]], beyond the 5% tolerance: * -> * naps/s",
+            "*perf regressed: test_sleep: time +*% [[]+*% .. +*%[]]",
+            "*  beyond the 5% tolerance: * -> * naps/s on cpu-*",
             "*  believed: 2 re-measurements (+*%, +*%)*",
             "*  baseline: commit *, 20*, 2 recordings, torch *",
-            "*  if the change is intended, record it: pytest test_sleepy.py::test_sleep * --accel-reset-history",
+            "*  if intended, accept it: pytest test_sleepy.py::test_sleep * --accel-reset-history",
         ]
     )
     # A few lines, the headline first; the accept command last (it pastes as printed, however long).
     lines = result.stdout.lines
-    start = next(i for i, line in enumerate(lines) if "perf regressed: test_sleepy.py::test_sleep" in line)
-    end = next(i for i in range(start, len(lines)) if "record it: pytest " in lines[i])
+    start = next(i for i, line in enumerate(lines) if "perf regressed: test_sleep:" in line)
+    end = next(i for i in range(start, len(lines)) if "accept it: pytest " in lines[i])
     block = [line.removeprefix("E   ").removeprefix("E  ") for line in lines[start : end + 1]]
     assert len(block) <= 8 and all(len(line) <= 120 for line in block[:-1]), "\n".join(block)
     result.stdout.fnmatch_lines(["FAILED test_sleepy.py::test_sleep*"])

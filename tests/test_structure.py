@@ -316,14 +316,14 @@ def test_a_fallback_fails_untimed_naming_the_kernel(perf_pytester: pytest.Pytest
     assert fallback.ret == pytest.ExitCode.TESTS_FAILED
     fallback.stdout.fnmatch_lines(
         [
-            "perf structure changed: test_attn.py::test_attention under cpu-*: a different set of operations ran",
+            "perf structure changed: test_attention under cpu-*: a different set of operations ran",
             f"  {FLASH} gone (was 1 call(s) per call)",
             "*aten::bmm new*",
         ]
     )
     # The accept command pastes as printed: it records the change, and the same run then passes.
     # (The first line that says it: under CI=true pytest's short summary repeats the whole message.)
-    accept = next(line.split("record it: ", 1)[1] for line in fallback.outlines if "record it: pytest " in line)
+    accept = next(line.split("accept it: ", 1)[1] for line in fallback.outlines if "accept it: pytest " in line)
     assert accept.startswith("pytest test_attn.py::test_attention ") and accept.endswith(" --accel-update")
     perf_pytester.run(*shlex.split(accept)).assert_outcomes(passed=1)
     perf_pytester.runpytest(*OPTIONS).assert_outcomes(passed=1)

@@ -11,11 +11,11 @@ Pure: no torch, no pytest.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, final
 
-from pytest_accel.core.units import format_seconds
+from pytest_accel.core.units import format_seconds, joined_to_fit
 from pytest_accel.core.validation import Invalid, at_least_zero, show, text
 from pytest_accel.core.validation import count as _count
 
@@ -26,6 +26,7 @@ __all__ = [
     "OperatorRow",
     "absent_line",
     "explain",
+    "in_one_line",
 ]
 
 # Operators a baseline entry keeps, by self time: enough for the stories a regression tells (a
@@ -284,6 +285,38 @@ def explain(then: OperatorProfile | None, now: OperatorProfile) -> list[str]:
             "or spread thin"
         )
     return lines
+
+
+def in_one_line(lines: Sequence[str], width: int = 118) -> str:
+    """``explain``'s lines as one line of at most ``width`` characters, for a failure read without ``-v``:
+    the change of the total, then the largest changes while they fit, the rest counted (all of them:
+    ``-v``, the result file)."""
+    head, *rows = lines
+    if not rows:
+        return head
+    delta = head.rpartition("(")[2].rstrip(")") if head.endswith(")") else ""  # the total's change: "+3.55 ms"
+    changes = [_short_operator(row.strip()) for row in rows if not row.strip().startswith("... ")]
+    head = f"operators ({delta} per call):" if delta else "operators:"
+    return joined_to_fit(head, changes, width, unlisted=sum(_smaller(row) for row in rows))
+
+
+# An operator's name in the one-line diff: its start and end, as long as it is kept.
+_SHORT_NAME = 34
+
+
+def _short_operator(row: str) -> str:
+    """A diff row with a long operator name cut in its middle (``aten::_scaled_dot_pro…ention_for_cpu``)."""
+    name, sep, rest = row.partition(": ")
+    if not sep or len(name) <= _SHORT_NAME:
+        return row
+    keep = (_SHORT_NAME - 1) // 2
+    return f"{name[:keep]}…{name[-keep:]}{sep}{rest}"
+
+
+def _smaller(row: str) -> int:
+    """How many changes a closing ``... N smaller change(s)`` row counts (0 for any other row)."""
+    words = row.split()
+    return int(words[1]) if len(words) > 1 and words[0] == "..." and words[1].isdigit() else 0
 
 
 def _signed(micros: float) -> str:

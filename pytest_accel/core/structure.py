@@ -40,8 +40,9 @@ _BOOKKEEPING = frozenset(
         "_to_copy", "transpose", "unsqueeze", "_unsafe_view", "view", "view_as",
     )
 )  # fmt: skip
-# Lines a change lists at most, largest first (the rest are counted in one closing line).
-_MAX_LINES = 10
+# Lines a change lists at most, largest first (the rest are counted in one closing line): with the
+# headline and the accept command, a structural failure is at most 8 lines.
+_MAX_LINES = 6
 
 
 def _count_text(value: float) -> str:

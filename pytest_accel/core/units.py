@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "format_percent_change",
     "format_rate",
     "format_seconds",
+    "joined_to_fit",
     "percent_of_peak",
 ]
 
@@ -68,3 +69,17 @@ def format_percent_change(ratio: float) -> str:
 def format_change(ratio: float, low: float, high: float) -> str:
     """A change and its interval, as every verdict writes it: ``+26.9% [+16.4% .. +32.9%]``."""
     return f"{format_percent_change(ratio)} [{format_percent_change(low)} .. {format_percent_change(high)}]"
+
+
+def joined_to_fit(head: str, items: Sequence[str], width: int, unlisted: int = 0, more: str = "more (-v)") -> str:
+    """``head`` and then ``items`` joined by "; ", in order, while the line stays within ``width``
+    characters; the ones left out, and ``unlisted`` others, are counted (``head a; b; 3 more (-v)``)."""
+    text, shown = head, 0
+    for item in items:
+        rest = len(items) - shown - 1 + unlisted
+        candidate = f"{text}{' ' if shown == 0 else '; '}{item}"
+        if len(candidate) + (len(f"; {rest} {more}") if rest else 0) > width:
+            break
+        text, shown = candidate, shown + 1
+    hidden = len(items) - shown + unlisted
+    return text + ("" if not hidden else f" {hidden} {more}" if shown == 0 else f"; {hidden} {more}")

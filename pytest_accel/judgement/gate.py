@@ -23,6 +23,7 @@ from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.units import format_change, format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
+from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
     RECORD,
     Observation,
@@ -36,7 +37,6 @@ from pytest_accel.judgement.verdict import (
 
 __all__ = [
     "EXTEND_MEASUREMENTS",
-    "RECORD_HINT",
     "REFUTED_LIMIT",
     "Gate",
     "GateMode",
@@ -56,8 +56,6 @@ EXTEND_MEASUREMENTS = 4
 # bias is shown: later suspects are reported noisy at once, not re-measured in yet another process
 # each (on a 2-core VM with a neighbour that storm took a 3-minute suite to 16 minutes).
 REFUTED_LIMIT = 2
-# The closing line of a failure message (the operator diff goes above it).
-RECORD_HINT = "if the change is intended, record it"
 # What would let a figure the gate itself left unjudged be judged.
 _COOL = "cool the device or lower its load"
 _AGAIN = "run them again in a new process (pytest <same args> -k <test>)"
@@ -347,27 +345,37 @@ def failure_lines(
     provenance: Mapping[str, str],
     verbose: bool = False,
 ) -> list[str]:
-    """A failing test's block, the headline first: what changed and by how much against the tolerance,
-    before -> after in the test's unit; why it is believed; what could have explained it and did not;
-    the baseline. The whole reasoning (``Verdict.reason``) is in the result file, and here under ``-v``.
+    """A failing test's block, a fact a line, at most 120 characters each (the accept command apart). The
+    headline: the test (by its name: pytest's own header and the accept command give its file) and what
+    changed with its interval; then against what (the tolerance, before -> after in the test's unit),
+    why it is believed, what could have explained it and did not, and the baseline. The whole reasoning
+    (``Verdict.reason``) is in the result file, and here under ``-v``.
     """
     result, time = gate.reported, gate.time
-    lines = [f"perf {why}: {display_name(test, result.name)} on {result.device_key}"]
+    name = display_name(test.rpartition("::")[2], result.name)
+    memory = gate.memory if gate.memory is not None and gate.memory.outcome is Outcome.REGRESSED else None
     if time.outcome is Outcome.REGRESSED and time.ratio is not None and time.low is not None:
-        change = format_change(time.ratio, time.low, time.high or time.ratio)
-        tolerance = f", beyond the {gate.tolerance:.0%} tolerance" if gate.tolerance is not None else ""
-        rates = ""
+        lines = [f"perf {why}: {name}: time {format_change(time.ratio, time.low, time.high or time.ratio)}"]
+        against = f"  beyond the {gate.tolerance:.0%} tolerance" if gate.tolerance is not None else "  against"
         if entry is not None:
-            then, now = entry.items_per_second, result.items_per_second
-            rates = f": {format_rate(then)} -> {format_rate(now)} {result.unit}/s"
-        lines.append(f"  time {change}{tolerance}{rates}")
-        lines.append(f"  believed: {_believed(time, gate.fresh)}")
+            against += f": {format_rate(entry.items_per_second)} -> {format_rate(result.items_per_second)} "
+            against += f"{result.unit}/s"
+        lines += [f"{against} on {result.device_key}", f"  believed: {_believed(time, gate.fresh)}"]
         if time.ruled_out:
             lines.append(f"  ruled out: {'; '.join(time.ruled_out)}")
-    elif time.outcome is not Outcome.UNCHANGED or verbose:
-        lines.append(f"  time: {time.reason}")
-    if gate.memory is not None and (gate.memory.outcome is Outcome.REGRESSED or verbose):
-        lines.append(f"  memory: {gate.memory.reason}")
+    else:
+        headline = f"perf {why}: {name}"
+        if memory is not None and memory.ratio is not None:
+            headline += f": peak memory {format_percent_change(memory.ratio)}"
+        lines = [headline]
+        if time.outcome is not Outcome.UNCHANGED and time.abstention is not None and not verbose:
+            short = time.abstention
+            lines.append(f"  not judged ({short.why}); to judge it: {short.remedy}")
+        elif time.outcome is not Outcome.UNCHANGED or verbose:
+            lines.append(f"  time: {time.reason}")
+    shown = memory if memory is not None or not verbose else gate.memory
+    if shown is not None:
+        lines.append(f"  memory: {shown.reason}")
     if entry is not None:
         recorded = entry.provenance
         runs = len(entry.run_medians) or 1
@@ -376,7 +384,7 @@ def failure_lines(
         if changes := provenance_changes(entry, provenance):
             baseline += f"; since then: {changes}"
         lines.append(baseline)
-    if verbose and time.outcome is Outcome.REGRESSED:
+    if verbose and time.outcome is not Outcome.UNCHANGED:
         lines.append(f"  the whole reasoning: {time.reason}")
     return lines
 

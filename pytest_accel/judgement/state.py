@@ -147,6 +147,5 @@ def neighbour_ruled_out(now: Mapping[str, float], moved: float) -> str:
     """A neighbour ruled out, in a few words: how busy the host was, how far calibration saw it move the test
     (``moved``: the log bound of ``neighbour_bound``)."""
     return (
-        f"a neighbour (other processes at {now.get(FOREIGN_CPU, 0.0):.0%} of the host; calibrated: "
-        f"at most {math.expm1(moved) * 100:.0f}% slower)"
+        f"a neighbour ({now.get(FOREIGN_CPU, 0.0):.0%} of the host; calibrated: at most {math.expm1(moved):.0%} slower)"
     )

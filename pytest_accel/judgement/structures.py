@@ -21,6 +21,7 @@ from pytest_accel.core.structure import Structure, changes
 from pytest_accel.storage.entries import EntryFiles
 
 __all__ = [
+    "RECORD_HINT",
     "STRUCTURE_POLICIES",
     "StructureGate",
     "StructureStore",
@@ -28,6 +29,9 @@ __all__ = [
     "judge_structure",
     "structure_failure",
 ]
+
+# The closing line of every failure a person may want to accept: the command that records the change.
+RECORD_HINT = "if intended, accept it"
 
 # What a structural change does to its test: fail it (the default), warn (reported, passes), or
 # off (no record is taken).
@@ -77,8 +81,9 @@ def structure_failure(test: str, key: str, verdict: StructureVerdict, accept: st
     """The failure message of a structural change (the time verdict's failure, if any, goes above it)."""
     body = "\n".join(f"  {line}" for line in verdict.lines)
     return (
-        f"perf structure changed: {test} under {key}: a different set of operations ran\n{body}\n"
-        f"  if the change is intended, record it: {accept}"
+        f"perf structure changed: {test.rpartition('::')[2]} under {key}: a different set of operations ran\n"
+        f"{body}\n"
+        f"  {RECORD_HINT}: {accept}"
     )
 
 

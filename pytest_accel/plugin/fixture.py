@@ -23,10 +23,10 @@ import pytest
 
 from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.core.measurement import EAGER, GRAPH, TIMINGS, UNPROBED, Measurement
-from pytest_accel.core.operator_table import absent_line, explain
+from pytest_accel.core.operator_table import absent_line, explain, in_one_line
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.structure import Structure
-from pytest_accel.core.units import format_bytes, format_seconds
+from pytest_accel.core.units import format_bytes, format_seconds, joined_to_fit
 from pytest_accel.engine.devices.base import (
     CacheFlush,
     ClockWatch,
@@ -39,8 +39,8 @@ from pytest_accel.engine.machine import FRESH_FAULT_PROBE, HostShare, state_prob
 from pytest_accel.engine.profiling import TraceError, profile_operators
 from pytest_accel.engine.sampling import MeasureConfig, MeasurementError, TimingMode, check_finite, measure
 from pytest_accel.engine.structure import CompileWatch, take_structure
-from pytest_accel.judgement.gate import RECORD_HINT, GateResult
-from pytest_accel.judgement.structures import StructureVerdict
+from pytest_accel.judgement.gate import GateResult
+from pytest_accel.judgement.structures import RECORD_HINT, StructureVerdict
 from pytest_accel.judgement.verdict import VerdictRecord
 
 # A first measurement taking this many times its budget (measure + warm-up seconds, and over 10 s)
@@ -70,6 +70,7 @@ class OperatorPlan:
     trace: Callable[[str], Path] | None = None  # --accel-trace: metric name -> its trace file (regressions, always)
     on_trace: Callable[[Path], None] = field(default=lambda path: None)  # told of every trace written
     off: str = ""  # why no table is taken in this run (said on a regression); "" when they are
+    verbose: bool = False  # -v: a regression's failure lists every operator that moved, not one line of them
 
 
 @final
@@ -95,13 +96,17 @@ def _with_lines(failure: str, lines: Sequence[str]) -> str:
     return "\n".join([body, *(f"  {line}" for line in lines), *([last] if last else [])])
 
 
-def _what_ran_changed(lines: Sequence[str], operators: Sequence[str]) -> list[str]:
-    """What ran, under a timed regression: listed, or in one line when the operator diff above already
-    names the operators that moved (the same change is not said twice)."""
-    if not operators or operators[0].startswith(absent_line("").partition("(")[0]):
-        return ["what ran changed:", *(f"  {line}" for line in lines)]
-    more = ", ..." if len(lines) > 1 else ""
-    return [f"what ran changed too: {lines[0]}{more} (see --accel-json)"]
+def _what_ran_changed(lines: Sequence[str], operators: Sequence[str], verbose: bool = False) -> list[str]:
+    """What ran, under a timed regression, in one line (listed under ``-v``). The operators' call counts
+    are left out when the operator diff above names the operators that moved: the same change is not
+    said twice; what it cannot say (graph breaks, recompilations, syncs) stays."""
+    diffed = bool(operators) and not operators[0].startswith(absent_line("").partition("(")[0])
+    shown = [line for line in lines if not (diffed and ("::" in line.split(" ")[0] or line.startswith("... ")))]
+    if verbose:
+        return [f"what ran changed{' too' if diffed else ''}:", *(f"  {line}" for line in lines)]
+    if not shown:
+        return []
+    return [joined_to_fit(f"what ran changed{' too' if diffed else ''}:", shown, 118)]
 
 
 # The time half of a verdict whose workload was not timed (--accel-structure-only).
@@ -314,7 +319,8 @@ class Throughput:
                 plan.on_trace(trace)
         if regressed:
             record = replace(record, operators=tuple(lines))
-            failure = _with_lines(str(failure), lines)
+            shown = lines if plan.verbose or table is None else [in_one_line(lines[: len(lines) - bool(note)])]
+            failure = _with_lines(str(failure), [*shown, *([note] if note and table is not None else [])])
         return result, record, failure
 
     def _structural(
@@ -337,7 +343,8 @@ class Throughput:
         verdict, structural_failure = plan.judge(name, now)
         record = replace(record, structure=verdict)
         if failure is not None and verdict.outcome is Outcome.CHANGED:
-            failure = _with_lines(failure, _what_ran_changed(verdict.lines, record.operators))
+            verbose = self._operators is not None and self._operators.verbose
+            failure = _with_lines(failure, _what_ran_changed(verdict.lines, record.operators, verbose))
         elif failure is not None and verdict.outcome is Outcome.UNCHANGED:
             failure = _with_lines(failure, ["what ran is unchanged: the same operators, as often, as at the baseline"])
         elif failure is None:

@@ -20,8 +20,11 @@ from pytest_accel.plugin.options import AccelOptions
 __all__ = ["operator_plan", "structure_plan", "takes_structures"]
 
 
-def operator_plan(options: AccelOptions, test: str, alone: bool, on_trace: Callable[[Path], None]) -> OperatorPlan:
-    """When ``test``'s operator tables are taken; ``alone``: not under torchrun; ``on_trace``: told of each trace."""
+def operator_plan(
+    options: AccelOptions, test: str, alone: bool, on_trace: Callable[[Path], None], verbose: bool = False
+) -> OperatorPlan:
+    """When ``test``'s operator tables are taken; ``alone``: not under torchrun; ``on_trace``: told of each trace;
+    ``verbose`` (-v): a regression lists every operator that moved."""
     if options.operators == "off":
         return OperatorPlan(off="operator profiles are off in this run (--accel-operators=off)")
     if not alone:
@@ -34,6 +37,7 @@ def operator_plan(options: AccelOptions, test: str, alone: bool, on_trace: Calla
         always=options.operators == "always",
         trace=None if folder is None else (lambda metric: trace_path(folder, test, metric)),
         on_trace=on_trace,
+        verbose=verbose,
     )
 
 

@@ -80,7 +80,7 @@ class AccelSession:
             record=lambda measurement, verdict: self._record(item, measurement, verdict),
             items_scale=parts.world_size,
             xdist_workers=_xdist_workers(self.config),
-            operators=operator_plan(options, item.nodeid, alone, self.traces.append),
+            operators=operator_plan(options, item.nodeid, alone, self.traces.append, self.config.option.verbose > 0),
             structure=structure_plan(options, item.nodeid, marker, alone, parts.structure_gate),
             progress=self._live(item.nodeid),
         )
