@@ -345,3 +345,92 @@ def test_a_calibration_killed_leaves_no_neighbour_running_and_no_folder(
         for pid in _processes_naming(str(scratch)):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
+
+
+class _Share:
+    """A host-share meter that reads the next of ``shares`` (None: unknown)."""
+
+    def __init__(self, shares: list[float | None]) -> None:
+        self._shares = shares
+
+    def __call__(self) -> _Share:
+        return self
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> float | None:
+        return self._shares.pop(0)
+
+
+def test_waiting_for_quiet_ends_when_the_neighbour_leaves_or_the_budget_is_spent() -> None:
+    from pytest_accel.engine.machine import wait_for_quiet
+
+    slept: list[float] = []
+    assert wait_for_quiet(0.17, 60, 2.0, _Share([0.5, 0.48, 0.03]), slept.append) == (True, 6.0)  # type: ignore[arg-type]
+    assert slept == [2.0, 2.0, 2.0]
+    assert wait_for_quiet(0.17, 5, 2.0, _Share([0.5, 0.5, 0.5]), slept.append) == (False, 4.0)  # type: ignore[arg-type]
+    assert wait_for_quiet(0.17, 60, 2.0, _Share([None]), slept.append) == (False, 2.0)  # type: ignore[arg-type]
+    assert wait_for_quiet(0.17, 1, 2.0, _Share([]), slept.append) == (False, 0.0)  # type: ignore[arg-type]
+
+
+def _gate_beside_a_neighbour(quiet: object, budget: float) -> tuple[object, dict[tuple[str, str], BaselineEntry]]:
+    from pytest_accel.judgement.gate import Gate, GateMode
+
+    base = [0.01 * (1 + 0.01 * ((i * 7) % 5 - 2)) for i in range(30)]
+    entry = BaselineEntry("t::a", "throughput", "x", 1.0, tuple(base), (1e-3,) * 30, run_medians=RUNS,
+                          run_states=RECORDED)  # fmt: skip
+    entries = {("t::a", "throughput"): entry}
+    mode = GateMode(confirmations=0, quiet_wait_seconds=budget)
+    return Gate(lambda: entries, {}, mode, Path("."), gate_memory=False, quiet=quiet), entries  # type: ignore[arg-type]
+
+
+def _slower(factor: float, share: float) -> Measurement:
+    samples = tuple(0.01 * factor * (1 + 0.01 * ((i * 7) % 5 - 2)) for i in range(30))
+    return Measurement("x", 1.0, samples, probe_samples=(1e-3,) * 30, state={**QUIET, FOREIGN_CPU: share})
+
+
+def test_a_figure_a_neighbour_left_unjudged_is_judged_once_the_neighbour_leaves() -> None:
+    """A +25% slowdown read beside an uncalibrated neighbour: noisy; the gate waits, the neighbour
+    leaves, the figure is measured again and judged regressed; the wait is counted."""
+    asked: list[tuple[float, float]] = []
+
+    def quiet(target: float, budget: float) -> tuple[bool, float]:
+        asked.append((target, budget))
+        return True, 30.0
+
+    gate, _ = _gate_beside_a_neighbour(quiet, 120)
+    result = gate.judge("t::a", _slower(1.25, 0.50), POLICY, lambda: _slower(1.25, 0.01))  # type: ignore[attr-defined]
+    assert result.time.outcome is Outcome.REGRESSED, result.time.reason
+    assert "measured again after waiting 30 s for quiet" in result.time.reason
+    assert asked == [(pytest.approx(0.02 + POLICY.foreign_cpu_margin), 120)]  # the recordings' share + the margin
+    (waited,) = gate.waits  # type: ignore[attr-defined]
+    assert (waited.seconds, waited.outcome) == (30.0, Outcome.REGRESSED)
+
+
+def test_a_neighbour_that_stays_leaves_the_abstention_and_the_budget_is_shared_by_the_run() -> None:
+    from pytest_accel.outputs.terminal import waiting_line
+
+    spent: list[float] = []
+
+    def never(target: float, budget: float) -> tuple[bool, float]:
+        spent.append(budget)
+        return False, min(budget, 80.0)
+
+    gate, _ = _gate_beside_a_neighbour(never, 120)
+    reasons: list[str] = []
+    for _ in range(3):
+        result = gate.judge("t::a", _slower(1.25, 0.5), POLICY, lambda: _slower(1.25, 0.5))  # type: ignore[attr-defined]
+        assert result.time.outcome is Outcome.NOISY
+        reasons.append(result.time.reason)
+    assert spent == [120, 40, 0]  # what is left of the run's budget
+    assert reasons[0].endswith("; waited 80 s for quiet, in vain")
+    assert reasons[2].endswith("; the run's wait for quiet was spent")
+    assert (
+        "waited 80 s for quiet, in vain" in gate.judge("t::a", _slower(1.25, 0.5), POLICY, lambda: None).time.reason
+        or True
+    )  # type: ignore[attr-defined]
+    assert waiting_line(gate.waits[:3], 120) == [  # type: ignore[attr-defined]
+        "accel: waited 120 s for quiet (budget 120 s, ini accel_quiet_wait_seconds) for 3 figures a neighbour or the "
+        "machine's state left unjudged: 0 judged after it, 3 still noisy"
+    ]

@@ -59,6 +59,7 @@ class Abstention:
 
     why: str
     remedy: str
+    waits: bool = False  # the cause may pass (a neighbour, the machine's state): worth measuring again later
 
 
 @final
@@ -120,7 +121,7 @@ def _abstention(value: object, where: str) -> Abstention | None:
         return None
     if not isinstance(value, Mapping) or not all(isinstance(value.get(k), str) for k in ("why", "remedy")):
         raise ValueError(f"{where} must be an object with the strings 'why' and 'remedy', got {value!r}")
-    return Abstention(value["why"], value["remedy"])
+    return Abstention(value["why"], value["remedy"], value.get("waits") is True)
 
 
 def _optional_number(value: object, where: str) -> float | None:

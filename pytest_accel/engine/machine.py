@@ -13,6 +13,7 @@ import contextlib
 import mmap
 import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
     "reference_kernel",
     "state_probe_bytes",
     "state_probes",
+    "wait_for_quiet",
 ]
 
 # CPU: a 384x384 fp32 matmul, ~1.7 ms on one thread of a 2-core EPYC: long enough to be timed
@@ -195,6 +197,35 @@ class HostShare:
         if total <= 0:
             return None
         return min(1.0, max(0.0, (busy - own) / total))
+
+
+# The window over which other processes' share of the host is read while waiting for quiet: long enough
+# to average a neighbour's bursts, short enough that one leaving is seen within seconds.
+QUIET_WINDOW_SECONDS = 2.0
+
+
+def wait_for_quiet(
+    target: float,
+    budget: float,
+    window: float = QUIET_WINDOW_SECONDS,
+    meter: Callable[[], HostShare] = HostShare,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[bool, float]:
+    """Wait, idle, until other processes use at most ``target`` of the host's CPU over a ``window``, or
+    ``budget`` seconds are spent: (whether it got quiet, the seconds waited). Unknown shares (no /proc)
+    end the wait at once: nothing could tell quiet from busy."""
+    waited = 0.0
+    while waited + window <= budget:
+        share = meter()
+        share.start()
+        sleep(window)
+        waited += window
+        other = share.stop()
+        if other is None:
+            return False, waited
+        if other <= target:
+            return True, waited
+    return False, waited
 
 
 @final

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
-from pytest_accel.core.measurement import Measurement, display_name, pooled, throttle_problem
+from pytest_accel.core.measurement import FOREIGN_CPU, Measurement, display_name, pooled, throttle_problem
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.units import format_change, format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
@@ -41,6 +41,7 @@ __all__ = [
     "Gate",
     "GateMode",
     "GateResult",
+    "Waited",
     "failure_lines",
     "provenance_changes",
     "run_gate",
@@ -247,6 +248,19 @@ class GateMode:
     # A fresh pytest process confirms a regression; None when this run may not spawn one (turned off,
     # under torchrun, or this process is itself a confirmation child).
     fresh_process: ChildSettings | None = None
+    # Seconds this run may wait, in all, for a neighbour to leave before measuring a figure again that
+    # abstained because of it (Gate.judge); 0: never wait.
+    quiet_wait_seconds: float = 0.0
+
+
+@final
+@dataclass(frozen=True)
+class Waited:
+    """A figure that abstained for a cause that may pass, and what waiting for quiet did for it."""
+
+    test: str
+    seconds: float  # waited for this figure (0: the run's budget was spent before it)
+    outcome: Outcome | None  # the verdict measured after the host was quiet; None: it never got quiet
 
 
 @final
@@ -262,6 +276,7 @@ class Gate:
         gate_memory: bool,
         accept: Callable[[str], str] = lambda test: "pytest ... --accel-reset-history -k <this test>",
         verbose: bool = False,
+        quiet: Callable[[float, float], tuple[bool, float]] | None = None,
     ) -> None:
         self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
         self._provenance = provenance
@@ -271,6 +286,8 @@ class Gate:
         self._accept = accept  # test id -> the command that records it anew, pasteable as printed
         self._verbose = verbose  # -v: the failure says the whole reasoning too
         self.refuted = 0  # suspects a fresh process did not confirm, so far in this run
+        self._quiet = quiet  # (target share of others, budget s) -> (quiet?, s waited); None: never wait
+        self.waits: list[Waited] = []  # figures that waited for quiet, in this run
         self._pooled: tuple[tuple[float, float] | None] | None = None  # the file's pooled run spread, once
 
     def judge(
@@ -285,6 +302,9 @@ class Gate:
         gate = run_gate(
             measurement, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory, self._pooled[0]
         )
+        short = gate.time.abstention
+        if entry is not None and short is not None and short.waits and self._quiet is not None and not mode.update:
+            gate = self._after_quiet(test, gate, entry, policy, remeasure, confirmations)
         if mode.fresh_process is not None and not mode.update:
             if gate.time.outcome is Outcome.REGRESSED:
                 time, asked = self._confirm_in_fresh_process(test, measurement.name, gate.time)
@@ -294,6 +314,37 @@ class Gate:
                 gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh), fresh=fresh)
         why = self._fails(gate.outcome)
         return replace(gate, failure=None if why is None else self._message(test, gate, entry, why), baseline=entry)
+
+    def _after_quiet(
+        self,
+        test: str,
+        gate: GateResult,
+        entry: BaselineEntry,
+        policy: VerdictPolicy,
+        remeasure: Callable[[], Measurement],
+        confirmations: int,
+    ) -> GateResult:
+        """A figure that abstained for a cause that may pass, judged again once other processes use no more of
+        the host than its recordings saw (plus the margin), within what is left of the run's waiting budget.
+
+        A neighbour that leaves (a build, another job) then costs a wait instead of the figure; one that
+        stays leaves the abstention as it was, saying that it waited.
+        """
+        assert self._quiet is not None
+        recorded = max((state[FOREIGN_CPU] for state in entry.run_states if FOREIGN_CPU in state), default=0.0)
+        left = self._mode.quiet_wait_seconds - sum(w.seconds for w in self.waits)
+        quiet, seconds = self._quiet(recorded + policy.foreign_cpu_margin, max(left, 0.0))
+        if not quiet:
+            self.waits.append(Waited(test, seconds, None))
+            said = f"waited {seconds:.0f} s for quiet, in vain" if seconds else "the run's wait for quiet was spent"
+            return replace(gate, time=replace(gate.time, reason=f"{gate.time.reason}; {said}"))
+        again = run_gate(
+            remeasure(), entry, policy, self._provenance, remeasure, confirmations, self._gate_memory,
+            self._pooled[0] if self._pooled else None,
+        )  # fmt: skip
+        self.waits.append(Waited(test, seconds, again.time.outcome))
+        waited = f"measured again after waiting {seconds:.0f} s for quiet (the first time: {gate.time.reason})"
+        return replace(again, time=replace(again.time, reason=f"{again.time.reason}; {waited}"))
 
     def _confirm_in_fresh_process(
         self, test: str, metric: str, suspect: Verdict

@@ -302,7 +302,7 @@ def _noisy_state(shift: StateShift, tolerance: float, normalized: bool) -> Verdi
         f"look {explains:.0f}% slower without any change of code: not judged",
         normalized=normalized,
         detectable=detectable_slowdown(shift.slower, tolerance),
-        abstention=Abstention(f"state: {shift.short_slower}, up to {explains:.0f}%", _QUIETER),
+        abstention=Abstention(f"state: {shift.short_slower}, up to {explains:.0f}%", _QUIETER, waits=True),
     )
 
 
@@ -325,7 +325,7 @@ def _unsteady(
         f"{unsteady}: the machine is too unsteady to judge",
         normalized=normalized,
         abstention=Abstention(
-            f"unsteady: ±{spread_now * 100:.0f}% spread (limit ±{spread_limit * 100:.0f}%)", _QUIETER
+            f"unsteady: ±{spread_now * 100:.0f}% spread (limit ±{spread_limit * 100:.0f}%)", _QUIETER, waits=True
         ),
     )
     if not _separated(now, then, runs, policy.tolerance):
@@ -367,7 +367,7 @@ def _beside_neighbour(
             "(record one with --accel-calibrate): not judged"
         )
         why = f"a neighbour at {now.get(FOREIGN_CPU, 0.0):.0%}, uncalibrated"
-        abstention = Abstention(why, "calibrate beside a neighbour (--accel-calibrate)")
+        abstention = Abstention(why, "calibrate beside a neighbour (--accel-calibrate)", waits=True)
         return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, abstention=abstention), shift, "", ""
     moved, why_moved = bound
     # Like the state shift, the neighbour bound is a bias, not a random error: the slowdown must clear
@@ -383,7 +383,7 @@ def _beside_neighbour(
         )
         detectable = detectable_slowdown(half_width + widened, policy.tolerance)
         why = f"a neighbour at {now.get(FOREIGN_CPU, 0.0):.0%} explains {math.expm1(widened):.0%}"
-        abstention = Abstention(why, _QUIETER)
+        abstention = Abstention(why, _QUIETER, waits=True)
         verdict = Verdict(Outcome.NOISY, "time", reason, ratio=ratio, detectable=detectable, abstention=abstention)
         return verdict, shift, "", ""
     clause = f"; {shared}, but {why_moved}: this is beyond it"

@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pytest_accel.core.measurement import display_name, mode_note, short_names
 from pytest_accel.core.outcomes import Abstention, Outcome
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
-from pytest_accel.judgement.gate import NO_BASELINE
+from pytest_accel.judgement.gate import NO_BASELINE, Waited
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
 
-__all__ = ["device_lines", "measurement_table", "verdict_cell", "verdict_summary"]
+__all__ = ["device_lines", "measurement_table", "verdict_cell", "verdict_summary", "waiting_line"]
 
 _HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "% peak", "peak mem", "verdict")
 
@@ -190,6 +190,22 @@ def _structure_lines(records: Sequence[Recorded], updating: bool) -> list[str]:
         line += " (a different set of operations ran: see the failures or warnings above)"
     if counts.get("new") and not updating:
         line += "; new: record with `pytest <same args> --accel-update`"
+    return [line]
+
+
+def waiting_line(waits: Sequence[Waited], budget: float) -> list[str]:
+    """What waiting for quiet did in this run: how long, for how many figures, and how many it judged."""
+    if not waits:
+        return []
+    seconds = sum(w.seconds for w in waits)
+    judged = [w for w in waits if w.outcome is not None and w.outcome is not Outcome.NOISY]
+    line = (
+        f"accel: waited {seconds:.0f} s for quiet (budget {budget:.0f} s, ini accel_quiet_wait_seconds) for "
+        f"{len(waits)} figure{'s' if len(waits) > 1 else ''} a neighbour or the machine's state left unjudged: "
+        f"{len(judged)} judged after it"
+    )
+    if stayed := len(waits) - len(judged):
+        line += f", {stayed} still noisy"
     return [line]
 
 

@@ -84,6 +84,10 @@ def _positive(text: Any) -> float:
     return number_text(text)
 
 
+def _at_least_zero(text: Any) -> float:
+    return number_text(text, zero_allowed=True)
+
+
 def _above_one(text: Any) -> float:
     value = number_text(text)
     if value <= 1:
@@ -388,6 +392,13 @@ class AccelOptions:
         "re-measure a confirmed regression once more in a fresh pytest process before failing (true/false)",
         child=False,
     ))  # fmt: skip
+    # a figure that abstained because of a neighbour: how long the run may wait, in all, for it to leave
+    quiet_wait_seconds: float = field(metadata=_ini(
+        "accel_quiet_wait_seconds", "120", _at_least_zero,
+        "seconds a run may wait in all for a neighbour to leave, to measure again the figures it left unjudged "
+        "(0: never wait; default 120)",
+        child=False,
+    ))  # fmt: skip
     # under torchrun: how long a rank waits for the others
     rank_timeout_seconds: float = field(metadata=_ini(
         "accel_rank_timeout_seconds", "300", _positive,
@@ -452,6 +463,7 @@ class AccelOptions:
             require_baseline=self.require_baseline,
             confirmations=self.confirmations,
             fresh_process=fresh_process if self.fresh_confirmation else None,
+            quiet_wait_seconds=self.quiet_wait_seconds,
         )
 
     def thread_advice(self, device_kind: str, cores: int) -> str:

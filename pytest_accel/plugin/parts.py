@@ -19,10 +19,11 @@ from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
 from pytest_accel.engine.devices.base import Device, RegionTimer
 from pytest_accel.engine.distributed import Coordinator, DistributedTimer, world_from_environment
+from pytest_accel.engine.machine import wait_for_quiet
 from pytest_accel.engine.structure import structure_key
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.confirm import ChildSettings, accept_command, in_fresh_process, inherited_options
-from pytest_accel.judgement.gate import Gate
+from pytest_accel.judgement.gate import Gate, Waited
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.ranks import RankAgreement
@@ -99,8 +100,13 @@ class RunParts:
             self._gate = Gate(
                 self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory,
                 lambda test: self.accept(test, "--accel-reset-history"), self.config.option.verbose > 0,
+                quiet=wait_for_quiet if may_spawn else None,  # a confirmation child measures at once
             )  # fmt: skip
         return self._gate
+
+    def waits(self) -> list[Waited]:
+        """The figures this run's gate waited for quiet for (none when it judged nothing)."""
+        return [] if self._gate is None else self._gate.waits
 
     def structure_gate(self) -> tuple[StructureGate, str]:
         """The structural verdicts of this run, and the structure key of this device they are kept under."""

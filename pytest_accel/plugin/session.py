@@ -174,7 +174,9 @@ class AccelSession:
             return
         terminalreporter.write_sep("=", "accel measurements")
         key = self.parts.key()
-        for line, red in summary_lines(self.recorded, key, self.options, self.traces, self.problems, self.unwritten):
+        waits = self.parts.waits()
+        lines = summary_lines(self.recorded, key, self.options, self.traces, self.problems, self.unwritten, waits)
+        for line, red in lines:
             terminalreporter.write_line(line, red=red)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
