@@ -246,8 +246,7 @@ def test_a_profile_that_fails_leaves_the_regression_as_it_was(monkeypatch: pytes
     message = str(failed.value)
     assert message.startswith("perf regressed: the message\n")
     assert message.endswith(
-        "  operators: no diff (the profile failed: RuntimeError: profiler unavailable)\n"
-        "  if intended, accept it: ..."
+        "  operators: no diff (the profile failed: RuntimeError: profiler unavailable)\n  if intended, accept it: ..."
     )
     [(reported, verdict)] = recorded
     assert verdict is not None and verdict.outcome is Outcome.REGRESSED and reported.operators is None

@@ -80,11 +80,7 @@ def judge_structure(then: Structure | None, now: Structure, enforced: bool) -> S
 def structure_failure(test: str, key: str, verdict: StructureVerdict, accept: str) -> str:
     """The failure message of a structural change (the time verdict's failure, if any, goes above it)."""
     body = "\n".join(f"  {line}" for line in verdict.lines)
-    return (
-        f"perf structure changed: {test.rpartition('::')[2]} under {key}: a different set of operations ran\n"
-        f"{body}\n"
-        f"  {RECORD_HINT}: {accept}"
-    )
+    return f"perf structure changed: {test.rpartition('::')[2]} (under {key})\n{body}\n  {RECORD_HINT}: {accept}"
 
 
 def _record(test: str, metric: str, data: object, where: str) -> Structure:
