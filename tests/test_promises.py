@@ -83,8 +83,8 @@ def test_a_bad_entry_is_named_with_its_own_line(tmp_path: Path) -> None:
     path.write_text(json.dumps(document, indent=2, sort_keys=True))
     with pytest.raises(ResultsError) as raised:
         load_results(path)
-    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if '"test": "t.py::test_2"' in text)
-    assert f"r.json, line {line}: results[2] (t.py::test_2): items_per_call" in str(raised.value)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if '"items_per_call": -5' in text)
+    assert f"r.json, line {line}: results[2] (t.py::test_2): items_per_call" in str(raised.value)  # the bad key's
 
 
 def test_reading_a_large_result_file_scans_it_once(tmp_path: Path) -> None:
