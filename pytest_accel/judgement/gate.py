@@ -285,7 +285,7 @@ class Gate:
         self._gate_memory = gate_memory
         self._accept = accept  # test id -> the command that records it anew, pasteable as printed
         self._verbose = verbose  # -v: the failure says the whole reasoning too
-        self.refuted = 0  # suspects a fresh process did not confirm, so far in this run
+        self.refuted = 0  # suspects a fresh process refuted (measured unchanged or faster), so far in this run
         self._quiet = quiet  # (target share of others, budget s) -> (quiet?, s waited); None: never wait
         self.waits: list[Waited] = []  # figures that waited for quiet, in this run
         self._pooled: tuple[tuple[float, float] | None] | None = None  # the file's pooled run spread, once
