@@ -431,6 +431,5 @@ def test_a_neighbour_that_stays_leaves_the_abstention_and_the_budget_is_shared_b
         or True
     )  # type: ignore[attr-defined]
     assert waiting_line(gate.waits[:3], 120) == [  # type: ignore[attr-defined]
-        "accel: waited 120 s for quiet (budget 120 s, ini accel_quiet_wait_seconds) for 3 figures a neighbour or the "
-        "machine's state left unjudged: 0 judged after it, 3 still noisy"
+        "accel: waited 120 s of 120 for quiet (3 figures not judged): 0 judged after it, 3 still noisy"
     ]

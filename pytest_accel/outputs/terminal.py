@@ -112,7 +112,7 @@ def _rows(unjudged: Sequence[Recorded], lead: str) -> list[str]:
     for record, name in zip(shown, names, strict=True):
         assert record.verdict is not None
         time = record.verdict.time
-        short = time.abstention or Abstention(time.reason, "see --accel-json")
+        short = time.abstention or Abstention(_clipped(time.reason), "see --accel-json")  # a file without it
         change = "" if time.ratio is None else format_percent_change(time.ratio)
         groups.setdefault(short.remedy, []).append((name, change, short.why))
     rows = [row for group in groups.values() for row in group]
@@ -127,6 +127,10 @@ def _rows(unjudged: Sequence[Recorded], lead: str) -> list[str]:
     if len(unjudged) > _REASONS_SHOWN:
         lines.append(f"accel:   and {len(unjudged) - _REASONS_SHOWN} more (every reason is in --accel-json)")
     return lines
+
+
+def _clipped(reason: str, width: int = 80) -> str:
+    return reason if len(reason) <= width else reason[: width - 3] + "..."
 
 
 def _noisy_lines(records: Sequence[Recorded], counts: Mapping[str, int]) -> list[str]:
@@ -199,10 +203,9 @@ def waiting_line(waits: Sequence[Waited], budget: float) -> list[str]:
         return []
     seconds = sum(w.seconds for w in waits)
     judged = [w for w in waits if w.outcome is not None and w.outcome is not Outcome.NOISY]
+    figures = f"{len(waits)} figure{'s' if len(waits) > 1 else ''}"
     line = (
-        f"accel: waited {seconds:.0f} s for quiet (budget {budget:.0f} s, ini accel_quiet_wait_seconds) for "
-        f"{len(waits)} figure{'s' if len(waits) > 1 else ''} a neighbour or the machine's state left unjudged: "
-        f"{len(judged)} judged after it"
+        f"accel: waited {seconds:.0f} s of {budget:.0f} for quiet ({figures} not judged): {len(judged)} judged after it"
     )
     if stayed := len(waits) - len(judged):
         line += f", {stayed} still noisy"
