@@ -289,14 +289,16 @@ def test_a_baseline_from_another_cache_size_is_not_compared() -> None:
     )
 
 
-def test_after_refuted_suspects_later_ones_are_noisy_without_a_process_each(monkeypatch: pytest.MonkeyPatch) -> None:
+def _four_suspects_through(fresh: FreshVerdict, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Outcome], int, Gate]:
+    """Four suspects (+50%) in one run, each fresh process answering ``fresh``: their outcomes, the fresh
+    processes spawned, and the gate."""
     spawned: list[str] = []
 
-    def refuting(test: str, metric: str, rootdir: Path, settings: ChildSettings) -> FreshVerdict:
+    def answering(test: str, metric: str, rootdir: Path, settings: ChildSettings) -> FreshVerdict:
         spawned.append(test)
-        return FreshVerdict(Outcome.UNCHANGED, "time +1.0%")
+        return fresh
 
-    monkeypatch.setattr(gate_module, "confirm_in_fresh_process", refuting)
+    monkeypatch.setattr(gate_module, "confirm_in_fresh_process", answering)
     base = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
     slow = Measurement("x", 1.0, tuple(s * 1.5 for s in base.samples), probe_samples=(1e-3,) * 30)
     entries = {
@@ -306,8 +308,21 @@ def test_after_refuted_suspects_later_ones_are_noisy_without_a_process_each(monk
     settings = ChildSettings("cpu", "smoke", Path("."), (("accel_measure_seconds", "1.0"),), 1)
     gate = Gate(lambda: entries, {}, GateMode(confirmations=0, fresh_process=settings), Path("."), gate_memory=False)
     outcomes = [gate.judge(f"t::{i}", slow, POLICY, lambda: slow).outcome for i in range(4)]
+    return outcomes, len(spawned), gate
+
+
+def test_after_refuted_suspects_later_ones_are_noisy_without_a_process_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    outcomes, spawned, _ = _four_suspects_through(FreshVerdict(Outcome.UNCHANGED, "time +1.0%"), monkeypatch)
     assert outcomes == [Outcome.UNCHANGED] * REFUTED_LIMIT + [Outcome.NOISY] * (4 - REFUTED_LIMIT)
-    assert len(spawned) == REFUTED_LIMIT
+    assert spawned == REFUTED_LIMIT
+
+
+def test_a_fresh_process_that_abstains_refutes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a fresh process that measured and disagreed counts toward the storm rule: one that was
+    noisy itself (its machine state not covered) leaves later suspects to their own fresh processes."""
+    abstained = FreshVerdict(Outcome.NOISY, "the machine is in a state its baseline did not cover: ...")
+    outcomes, spawned, gate = _four_suspects_through(abstained, monkeypatch)
+    assert outcomes == [Outcome.NOISY] * 4 and spawned == 4 and gate.refuted == 0
 
 
 def test_the_summary_says_how_many_figures_could_see_ten_percent() -> None:
@@ -415,25 +430,3 @@ def test_a_workloads_fault_share_is_its_faults_at_the_fresh_probes_cost_per_faul
                     state_probes={"fresh": fresh}, fault_probe=("fresh", 1000), pipelined=True,
                     config=MeasureConfig(measure_seconds=0.05, round_seconds=0.01, min_rounds=5))  # fmt: skip
     assert FAULT_SHARE not in piped.state  # its producers fault in processes of their own
-
-
-def test_a_fresh_process_that_abstains_refutes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only a fresh process that measured and disagreed counts toward the storm rule: one that was
-    noisy itself (its machine state not covered) leaves later suspects to their own fresh processes."""
-    spawned: list[str] = []
-
-    def abstaining(test: str, metric: str, rootdir: Path, settings: ChildSettings) -> FreshVerdict:
-        spawned.append(test)
-        return FreshVerdict(Outcome.NOISY, "the machine is in a state its baseline did not cover: ...")
-
-    monkeypatch.setattr(gate_module, "confirm_in_fresh_process", abstaining)
-    base = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
-    slow = Measurement("x", 1.0, tuple(s * 1.5 for s in base.samples), probe_samples=(1e-3,) * 30)
-    entries = {
-        (f"t::{i}", "throughput"): BaselineEntry(f"t::{i}", "throughput", "x", 1.0, base.samples, base.probe_samples)
-        for i in range(4)
-    }
-    settings = ChildSettings("cpu", "smoke", Path("."), (("accel_measure_seconds", "1.0"),), 1)
-    gate = Gate(lambda: entries, {}, GateMode(confirmations=0, fresh_process=settings), Path("."), gate_memory=False)
-    outcomes = [gate.judge(f"t::{i}", slow, POLICY, lambda: slow).outcome for i in range(4)]
-    assert outcomes == [Outcome.NOISY] * 4 and len(spawned) == 4 and gate.refuted == 0

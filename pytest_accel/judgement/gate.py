@@ -299,12 +299,15 @@ class Gate:
         confirmations = 0 if mode.update else mode.confirmations
         if self._pooled is None:
             self._pooled = (pooled_run_spread([e.run_medians for e in self._entries().values()]),)
-        gate = run_gate(
-            measurement, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory, self._pooled[0]
-        )
+        pooled = self._pooled[0]
+
+        def judged(taken: Measurement) -> GateResult:
+            return run_gate(taken, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory, pooled)
+
+        gate = judged(measurement)
         short = gate.time.abstention
         if entry is not None and short is not None and short.waits and self._quiet is not None and not mode.update:
-            gate = self._after_quiet(test, gate, entry, policy, remeasure, confirmations)
+            gate = self._after_quiet(test, gate, entry, policy.foreign_cpu_margin, lambda: judged(remeasure()))
         if mode.fresh_process is not None and not mode.update:
             if gate.time.outcome is Outcome.REGRESSED:
                 time, asked = self._confirm_in_fresh_process(test, measurement.name, gate.time)
@@ -316,16 +319,11 @@ class Gate:
         return replace(gate, failure=None if why is None else self._message(test, gate, entry, why), baseline=entry)
 
     def _after_quiet(
-        self,
-        test: str,
-        gate: GateResult,
-        entry: BaselineEntry,
-        policy: VerdictPolicy,
-        remeasure: Callable[[], Measurement],
-        confirmations: int,
+        self, test: str, gate: GateResult, entry: BaselineEntry, margin: float, again: Callable[[], GateResult]
     ) -> GateResult:
-        """A figure that abstained for a cause that may pass, judged again once other processes use no more of
-        the host than its recordings saw (plus the margin), within what is left of the run's waiting budget.
+        """A figure that abstained for a cause that may pass, judged ``again`` (measured anew) once other
+        processes use no more of the host than its recordings saw (plus ``margin``), within what is left
+        of the run's waiting budget.
 
         A neighbour that leaves (a build, another job) then costs a wait instead of the figure; one that
         stays leaves the abstention as it was, saying that it waited.
@@ -333,18 +331,15 @@ class Gate:
         assert self._quiet is not None
         recorded = max((state[FOREIGN_CPU] for state in entry.run_states if FOREIGN_CPU in state), default=0.0)
         left = self._mode.quiet_wait_seconds - sum(w.seconds for w in self.waits)
-        quiet, seconds = self._quiet(recorded + policy.foreign_cpu_margin, max(left, 0.0))
+        quiet, seconds = self._quiet(recorded + margin, max(left, 0.0))
         if not quiet:
             self.waits.append(Waited(test, seconds, None))
             said = f"waited {seconds:.0f} s for quiet, in vain" if seconds else "the run's wait for quiet was spent"
             return replace(gate, time=replace(gate.time, reason=f"{gate.time.reason}; {said}"))
-        again = run_gate(
-            remeasure(), entry, policy, self._provenance, remeasure, confirmations, self._gate_memory,
-            self._pooled[0] if self._pooled else None,
-        )  # fmt: skip
-        self.waits.append(Waited(test, seconds, again.time.outcome))
+        result = again()
+        self.waits.append(Waited(test, seconds, result.time.outcome))
         waited = f"measured again after waiting {seconds:.0f} s for quiet (the first time: {gate.time.reason})"
-        return replace(again, time=replace(again.time, reason=f"{again.time.reason}; {waited}"))
+        return replace(result, time=replace(result.time, reason=f"{result.time.reason}; {waited}"))
 
     def _confirm_in_fresh_process(
         self, test: str, metric: str, suspect: Verdict
