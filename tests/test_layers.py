@@ -45,8 +45,9 @@ FACE_MODULES = {
     "commands.abworker": ("commands", 0),  # a side's worker: standard library and pytest only
     "commands.absides": ("commands", 1),
     "commands.ab": ("commands", 2),
-    "commands.cli": ("commands", 3),
-    "__main__": ("commands", 4),
+    "commands.bisect": ("commands", 3),  # a search of ab sittings
+    "commands.cli": ("commands", 4),
+    "__main__": ("commands", 5),
 }
 SESSION_LINES = 250  # the face only wires: logic lives in the layers and parts it connects
 

@@ -55,7 +55,7 @@ from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_mem
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.storage.files import encode, write_atomically
 
-__all__ = ["ABError", "ABSettings", "run_ab"]
+__all__ = ["ABError", "ABSettings", "Sitting", "run_ab", "sit"]
 
 AB_SCHEMA = 1
 _ROOTDIR = re.compile(r"^rootdir: .*$", re.MULTILINE)  # pytest's header: "rootdir: DIR[, configfile: FILE]"
@@ -502,11 +502,19 @@ def _prepare_out(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
-def run_ab(settings: ABSettings) -> int:
-    """The whole command; returns its exit code (see the module docstring)."""
+def _check_args(settings: ABSettings) -> None:
     if any(arg in ("--accel-update", "--accel-baselines", "--accel-json") or arg.startswith(("--accel-update=",
            "--accel-baselines=", "--accel-json=")) for arg in settings.pytest_args):  # fmt: skip
         raise ABError("ab sets --accel-json and --accel-baselines itself and never updates baselines: drop them")
+
+
+def sit(settings: ABSettings) -> tuple[Sitting, int, str]:
+    """One sitting, its outputs written to ``settings.out``: the sitting, its exit code and its table.
+
+    ``ABError`` when a side cannot be measured at all (its exit code says which); ``KeyboardInterrupt``
+    passes through once the worktrees are removed and the child processes stopped.
+    """
+    _check_args(settings)
     settings = replace(settings, out=(settings.cwd / settings.out).resolve())
     _prepare_out(settings.out)
     with prepared_sides(settings) as (base, head):
@@ -517,12 +525,19 @@ def run_ab(settings: ABSettings) -> int:
             sitting.close()
             if settings.operators:
                 sitting.explain()
-        except KeyboardInterrupt:
-            print("pytest-accel ab: interrupted; worktrees removed, child processes stopped", file=sys.stderr)
-            return EXIT_INTERRUPTED
         finally:
             sitting.close()
         code = sitting.exit_code()
-        print(write_outputs(sitting, code))
-        print(f"results: {settings.out}/comparison.json, base.json, head.json", file=sys.stderr)
-        return code
+        return sitting, code, write_outputs(sitting, code)
+
+
+def run_ab(settings: ABSettings) -> int:
+    """The whole command; returns its exit code (see the module docstring)."""
+    try:
+        sitting, code, text = sit(settings)
+    except KeyboardInterrupt:
+        print("pytest-accel ab: interrupted; worktrees removed, child processes stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(text)
+    print(f"results: {sitting.settings.out}/comparison.json, base.json, head.json", file=sys.stderr)
+    return code

@@ -1,8 +1,8 @@
-"""The ``pytest-accel`` command: report, compare, history, archive, export, baselines, ab.
+"""The ``pytest-accel`` command: report, compare, history, archive, export, baselines, ab, bisect.
 
 Inputs are only ever read; ``archive`` adds a file to the history folder it is given, and nothing else.
-Exit codes: 0 fine; 1 ``compare`` or ``ab`` found a regression; 2 a bad input (named, with why);
-``ab`` also 125 (inconclusive: ``git bisect run`` skips the commit) and 130 (interrupted).
+Exit codes: 0 fine; 1 ``compare``, ``ab`` or ``bisect`` found a regression; 2 a bad input (named, with why);
+``ab`` and ``bisect`` also 125 (inconclusive: ``git bisect run`` skips the commit) and 130 (interrupted).
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import os
 import platform
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_accel.commands.ab import ABError, ABSettings, run_ab
+from pytest_accel.commands.bisect import BisectSettings, last_good_night, regressed_tests, run_bisect
 from pytest_accel.core.measurement import display_name
 from pytest_accel.core.operator_table import explain
 from pytest_accel.core.outcomes import Outcome
@@ -277,8 +278,8 @@ def cmd_baselines(options: argparse.Namespace) -> int:
     return code
 
 
-def cmd_ab(options: argparse.Namespace) -> int:
-    """Base and head as alternating pytest runs, paired, until the answer is clear."""
+def _sitting_options(options: argparse.Namespace) -> dict[str, object]:
+    """The options ``ab`` and ``bisect`` share, checked: the plan of a sitting and how each run is timed."""
     try:
         plan = SequentialPlan(options.tolerance, options.alpha, options.min_pairs, options.max_pairs)
     except ValueError as error:
@@ -293,32 +294,82 @@ def cmd_ab(options: argparse.Namespace) -> int:
         raise ABError(f"--min-rounds must be at least 1, got {options.min_rounds}")
     if options.reuse < 1:
         raise ABError(f"--reuse must be at least 1 (a fresh process every run), got {options.reuse}")
+    return {
+        "plan": plan,
+        "max_minutes": options.max_minutes,
+        "out": options.out,
+        "markdown": options.markdown,
+        "operators": not options.no_operators,
+        "reuse": options.reuse,
+        "min_rounds": options.min_rounds,
+        "measure_seconds": options.measure_seconds,
+    }
+
+
+def _stopped_by_sigterm(command: Callable[[], int], name: str) -> int:
+    """Run ``command`` with SIGTERM as Ctrl-C (a cancelled CI job ends like one: nothing left behind)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        return command()
+    except KeyboardInterrupt:
+        print(f"pytest-accel {name}: interrupted; worktrees removed, child processes stopped", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def cmd_ab(options: argparse.Namespace) -> int:
+    """Base and head as alternating pytest runs, paired, until the answer is clear."""
     settings = ABSettings(
         pytest_args=tuple(options.pytest_args),
         base=options.base,
         head=options.head,
         base_python=options.base_python,
-        plan=plan,
-        max_minutes=options.max_minutes,
-        out=options.out,
-        markdown=options.markdown,
-        operators=not options.no_operators,
-        reuse=options.reuse,
-        min_rounds=options.min_rounds,
-        measure_seconds=options.measure_seconds,
+        **_sitting_options(options),  # type: ignore[arg-type]
     )
+    return _stopped_by_sigterm(lambda: run_ab(settings), "ab")
 
-    def stop(signum: int, frame: object) -> None:  # a cancelled CI job ends like Ctrl-C: nothing left behind
-        raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        return run_ab(settings)
-    except KeyboardInterrupt:
-        print("pytest-accel ab: interrupted; worktrees removed, child processes stopped", file=sys.stderr)
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+def cmd_bisect(options: argparse.Namespace) -> int:
+    """The first commit of a range that made the selection slower, by ab sittings."""
+    shared = _sitting_options(options)
+    if not (math.isfinite(options.step_minutes) and options.step_minutes > 0):
+        raise ABError(f"--step-minutes must be a positive number, got {options.step_minutes}")
+    if options.tries < 1:
+        raise ABError(f"--tries must be at least 1, got {options.tries}")
+    if options.good is not None and options.good_from is not None:
+        raise ABError("give one of --good REV and --good-from HISTORY")
+    if options.good_from is not None and options.regressed_in is None:
+        raise ABError("--good-from needs --regressed-in: that night's regressed tests say which night was good")
+    arguments, good = tuple(options.pytest_args), options.good
+    if options.regressed_in is not None:
+        tests = regressed_tests(options.regressed_in)
+        if not tests:
+            text = f"pytest-accel bisect: {options.regressed_in} has no regressed test: nothing to bisect\n"
+            if options.markdown is not None:
+                options.markdown.write_text(text, encoding="utf-8")
+            print(text, end="")
+            return 0
+        arguments = (*arguments, *tests)
+        if options.good_from is not None:
+            good = last_good_night(options.good_from, options.regressed_in, tests)
+            print(f"pytest-accel bisect: the newest night without these regressions measured {good}", file=sys.stderr)
+    if good is None:
+        raise ABError("give --good REV, or --good-from HISTORY with --regressed-in RESULTS")
+    settings = BisectSettings(
+        pytest_args=arguments,
+        good=good,
+        bad=options.bad,
+        step_minutes=options.step_minutes,
+        tries=options.tries,
+        json=options.json,
+        **shared,  # type: ignore[arg-type]
+    )
+    return _stopped_by_sigterm(lambda: run_bisect(settings), "bisect")
 
 
 def _add_history_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -366,6 +417,57 @@ def _add_history_commands(commands: argparse._SubParsersAction[argparse.Argument
     export.set_defaults(run=cmd_export)
 
 
+def _add_sitting_options(parser: argparse.ArgumentParser, out: str, max_pairs: int, max_minutes: float) -> None:
+    """The options of a sitting, for ``ab`` and ``bisect`` alike."""
+    parser.add_argument(
+        "--tolerance", type=_tolerance, default=0.05, help="changes smaller than this are unchanged (0.05)"
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=0.02,
+        help="chance over the whole sitting that a test's interval misses its true ratio; an unchanged "
+        "test is called regressed in about half of it (0.02: simulated, at most 0.83%% of sittings)",
+    )
+    parser.add_argument("--min-pairs", type=int, default=3, help="pairs before the first look (3)")
+    parser.add_argument("--max-pairs", type=int, default=max_pairs, help=f"pairs at most ({max_pairs})")
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=max_minutes,
+        help=f"wall-time budget; no sitting or pair starts past it ({max_minutes:g})",
+    )
+    parser.add_argument("--out", type=Path, default=Path(out), help=f"folder for results ({out})")
+    parser.add_argument("--markdown", type=Path, help="also write the table here (a CI job page)")
+    parser.add_argument(
+        "--measure-seconds",
+        type=float,
+        default=None,
+        help="timed budget per test and run (accel_measure_seconds, over the project's; default: the project's."
+        " 0.3 s made the PR selection's pairs noisier, not faster to decide)",
+    )
+    parser.add_argument(
+        "--min-rounds",
+        type=int,
+        default=10,
+        help="timed rounds per test and run at least (accel_min_rounds; 10: a run's median of fewer rounds of a "
+        "long call was as noisy as the processes themselves)",
+    )
+    parser.add_argument(
+        "--reuse",
+        type=int,
+        default=5,
+        help="runs of the selection per side's process before a fresh one: imports are paid once per process"
+        " (5; 1: a fresh process every run)",
+    )
+    parser.add_argument(
+        "--no-operators",
+        action="store_true",
+        help="skip the profiling run per side that says which operators a regressed test changed",
+    )
+    parser.add_argument("pytest_args", nargs="*", help="after --: the pytest arguments, the same for both sides")
+
+
 def _add_ab_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``ab``: two builds measured in one sitting."""
     ab = commands.add_parser(
@@ -379,47 +481,39 @@ def _add_ab_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     ab.add_argument("--base", metavar="REV", help="the reference build: a git revision, checked out in a worktree")
     ab.add_argument("--head", metavar="REV", help="the candidate: a git revision (default: the working tree as is)")
     ab.add_argument("--base-python", metavar="PATH", help="instead of --base: the same tree run by this interpreter")
-    ab.add_argument("--tolerance", type=_tolerance, default=0.05, help="changes smaller than this are unchanged (0.05)")
-    ab.add_argument(
-        "--alpha",
-        type=float,
-        default=0.02,
-        help="chance over the whole sitting that a test's interval misses its true ratio; an unchanged "
-        "test is called regressed in about half of it (0.02: simulated, at most 0.83%% of sittings)",
-    )
-    ab.add_argument("--min-pairs", type=int, default=3, help="pairs before the first look (3)")
-    ab.add_argument("--max-pairs", type=int, default=40, help="pairs at most (40)")
-    ab.add_argument("--max-minutes", type=float, default=15.0, help="wall-time budget; no pair starts past it (15)")
-    ab.add_argument("--out", type=Path, default=Path(".pytest-accel-ab"), help="folder for results (.pytest-accel-ab)")
-    ab.add_argument("--markdown", type=Path, help="also write the table here (a CI job page)")
-    ab.add_argument(
-        "--measure-seconds",
-        type=float,
-        default=None,
-        help="timed budget per test and run (accel_measure_seconds, over the project's; default: the project's."
-        " 0.3 s made the PR selection's pairs noisier, not faster to decide)",
-    )
-    ab.add_argument(
-        "--min-rounds",
-        type=int,
-        default=10,
-        help="timed rounds per test and run at least (accel_min_rounds; 10: a run's median of fewer rounds of a "
-        "long call was as noisy as the processes themselves)",
-    )
-    ab.add_argument(
-        "--reuse",
-        type=int,
-        default=5,
-        help="runs of the selection per side's process before a fresh one: imports are paid once per process"
-        " (5; 1: a fresh process every run)",
-    )
-    ab.add_argument(
-        "--no-operators",
-        action="store_true",
-        help="skip the profiling run per side that says which operators a regressed test changed (bisect)",
-    )
-    ab.add_argument("pytest_args", nargs="*", help="after --: the pytest arguments, the same for both sides")
+    _add_sitting_options(ab, ".pytest-accel-ab", max_pairs=40, max_minutes=15.0)
     ab.set_defaults(run=cmd_ab)
+
+
+def _add_bisect_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``bisect``: the commit of a range that made the selection slower."""
+    bisect = commands.add_parser(
+        "bisect",
+        help="find the commit that made tests slower (exit 0 none, 1 found or narrowed, 125 undecided)",
+        description="Measures --bad against --good (an ab sitting), then searches the first-parent commits "
+        "between them for each test that regressed: every step an ab sitting against the last good side, "
+        "an undecided step measured again for longer, a commit that cannot be measured skipped and named. "
+        "Each culprit is then measured against its parent, with the operators that changed.",
+    )
+    bisect.add_argument("--good", metavar="REV", help="a commit where the tests were fast")
+    bisect.add_argument("--bad", metavar="REV", default="HEAD", help="a commit where they were slower (HEAD)")
+    bisect.add_argument(
+        "--regressed-in", type=Path, metavar="RESULTS", help="bisect the tests this --accel-json file calls regressed"
+    )
+    bisect.add_argument(
+        "--good-from",
+        type=Path,
+        metavar="HISTORY",
+        help="instead of --good: the commit of the newest night in this history folder, on the same device and "
+        "before --regressed-in's, that measured those tests without a regression",
+    )
+    bisect.add_argument("--step-minutes", type=float, default=10.0, help="a step's first sitting at most (10)")
+    bisect.add_argument(
+        "--tries", type=int, default=3, help="sittings per step while tests stay undecided, each twice as long (3)"
+    )
+    bisect.add_argument("--json", type=Path, help="also write the answer as JSON here")
+    _add_sitting_options(bisect, ".pytest-accel-bisect", max_pairs=20, max_minutes=120.0)
+    bisect.set_defaults(run=cmd_bisect)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -453,6 +547,7 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument("pytest_args", nargs=argparse.REMAINDER, help="the pytest arguments")
     prune.set_defaults(run=cmd_baselines)
     _add_ab_command(commands)
+    _add_bisect_command(commands)
     return parser
 
 
@@ -468,14 +563,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``pytest-accel`` and ``python -m pytest_accel``."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     passed: list[str] = []
-    if arguments[:1] == ["ab"] and "--" in arguments:  # everything after -- belongs to pytest, untouched
+    if arguments[:1] in (["ab"], ["bisect"]) and "--" in arguments:  # everything after -- belongs to pytest, untouched
         cut = arguments.index("--")
         arguments, passed = arguments[:cut], arguments[cut + 1 :]
     options = _parser().parse_args(arguments)
-    if options.command == "ab":
+    if options.command in ("ab", "bisect"):
         if options.pytest_args:
             stray = " ".join(options.pytest_args)
-            print(f"pytest-accel ab: put the pytest arguments after --: {stray}", file=sys.stderr)
+            print(f"pytest-accel {options.command}: put the pytest arguments after --: {stray}", file=sys.stderr)
             return 2
         options.pytest_args = passed
     try:
@@ -484,5 +579,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pytest-accel: {error}", file=sys.stderr)
         return 2
     except ABError as error:
-        print(f"pytest-accel ab: {error}", file=sys.stderr)
+        print(f"pytest-accel {options.command}: {error}", file=sys.stderr)
         return error.exit_code

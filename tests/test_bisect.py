@@ -1,0 +1,205 @@
+"""``pytest-accel bisect`` end to end: real repositories, real ab sittings; and where a night's bisect starts.
+
+The search itself is tested apart, with an oracle for the sittings (tests/test_bisection.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_accel.commands.bisect import last_good_night, regressed_tests
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.outcomes import Outcome, Verdict
+from pytest_accel.judgement.results import Recorded, results_document
+from pytest_accel.judgement.verdict import VerdictRecord
+from pytest_accel.outputs.history_store import HistoryError
+from tests.test_ab import INI, KERNEL, TEST, assert_nothing_left, commit, git
+
+# Tolerance 50%: the planted change triples the work, the pure-Python kernel moves ~27% a pair (test_ab.py).
+QUICK = ["--tolerance", "0.5", "--max-pairs", "20", "--step-minutes", "3"]
+SELECTION = ["--", "test_perf.py", "--device", "cpu", "-q"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def own_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+
+
+def project(folder: Path, planted: int | None, commits: int = 6, broken: int | None = None) -> dict[int, str]:
+    """A repository: ``good`` (tagged), then ``commits`` more; the ``planted``-th triples the work, the
+    ``broken``-th breaks the kernel's import and the next one mends it. Returns each commit by its number."""
+    folder.mkdir()
+    git(folder, "init", "-q")
+    shas = {0: commit(folder, "good", **{"kernel.py": KERNEL.format(slow=1), "test_perf.py": TEST, "pytest.ini": INI})}
+    git(folder, "tag", "good")
+    slow = 1
+    for index in range(1, commits + 1):
+        slow = 3 if index == planted else slow
+        kernel = "def work(:\n" if index == broken else KERNEL.format(slow=slow)
+        shas[index] = commit(folder, f"change {index}", **{"notes.txt": f"change {index}\n", "kernel.py": kernel})
+    return shas
+
+
+def bisect(repo: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_accel", "bisect", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.slow
+def test_the_planted_commit_is_named_with_its_own_change(tmp_path: Path) -> None:
+    repo = tmp_path / "project"
+    shas = project(repo, planted=4)
+    done = bisect(repo, "--good", "good", *QUICK, "--json", str(tmp_path / "b.json"), *SELECTION)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f'culprit: {shas[4][:9]} "change 4", for 1 test(s):' in done.stdout
+    assert "| test_work |" in done.stdout and "the whole change" in done.stdout
+    answer = json.loads((tmp_path / "b.json").read_text())
+    (finding,) = answer["findings"]["test_perf.py::test_work"]
+    assert finding["suspects"] == [shas[4]] and finding["last_good"] == shas[3] and finding["rest"] == "good"
+    assert finding["culprit_alone"]["outcome"] == "regressed"  # its parent against it, measured last
+    kinds = [s["kind"] for s in answer["sittings"]]
+    assert kinds[0] == "range" and kinds[-1] == "culprit" and "rest" in kinds
+    assert answer["exit_code"] == 1 and answer["commits"][0] == shas[0] and len(answer["commits"]) == 7
+    assert json.loads((repo / ".pytest-accel-bisect" / "bisect.json").read_text()) == answer
+    assert_nothing_left(repo)
+
+
+@pytest.mark.slow
+def test_a_range_that_did_not_get_slower_names_no_culprit_and_exits_0(tmp_path: Path) -> None:
+    repo = tmp_path / "project"
+    project(repo, planted=None, commits=3)
+    done = bisect(repo, "--good", "good", *QUICK, *SELECTION)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no slowdown over the range: 1 test(s) unchanged or faster (no culprit)" in done.stdout
+    assert "culprit:" not in done.stdout
+    answer = json.loads((repo / ".pytest-accel-bisect" / "bisect.json").read_text())
+    assert answer["findings"] == {} and [s["kind"] for s in answer["sittings"]] == ["range"]
+
+
+@pytest.mark.slow
+def test_a_commit_that_does_not_import_is_skipped_and_named(tmp_path: Path) -> None:
+    repo = tmp_path / "project"
+    shas = project(repo, planted=5, commits=6, broken=3)  # commit 4 mends the import
+    done = bisect(repo, "--good", "good", *QUICK, "--no-operators", *SELECTION)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f'culprit: {shas[5][:9]} "change 5"' in done.stdout
+    assert f'skipped {shas[3][:9]} "change 3": could not be measured (head (' in done.stdout
+    assert_nothing_left(repo)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--good", "no-such-rev"], "--good 'no-such-rev': not a revision of the repository"),
+        (["--good", "HEAD", "--bad", "good"], "--good HEAD is not an ancestor of --bad good"),
+        (["--good", "HEAD"], "--good HEAD and --bad HEAD are the same commit: nothing to bisect"),
+        (["--good-from", "history"], "--good-from needs --regressed-in"),
+        ([], "give --good REV, or --good-from HISTORY with --regressed-in RESULTS"),
+        (["--good", "good", "--tries", "0"], "--tries must be at least 1"),
+    ],
+)
+def test_bad_input_is_exit_2_naming_the_option(tmp_path: Path, args: list[str], message: str) -> None:
+    repo = tmp_path / "project"
+    project(repo, planted=None, commits=1)
+    done = bisect(repo, *args, *SELECTION)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def night(path: Path, commit: str, date: str, regressed: bool, device_key: str = "cpu-test") -> Path:
+    """A result file of one night: t.py::test_a measured, regressed or unchanged."""
+    outcome = Outcome.REGRESSED if regressed else Outcome.UNCHANGED
+    verdict = VerdictRecord(Verdict(outcome, "time", "synthetic", ratio=1.3 if regressed else 1.0))
+    recorded = [Recorded("t.py::test_a", "passed", Measurement("calls", 1.0, (0.01,) * 5), verdict)]
+    document = results_document(recorded, device_kind="cpu", device_key=device_key,
+                                provenance={"commit": commit}, profile="full", world_size=1)  # fmt: skip
+    document["date"] = date
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_a_nights_bisect_starts_at_the_newest_earlier_night_without_the_regression(tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    night(history / "n1.json", "a" * 40, "2026-11-01T02:00:00+00:00", regressed=False)
+    night(history / "n2.json", "b" * 40, "2026-11-02T02:00:00+00:00", regressed=False)
+    night(history / "n2-other.json", "e" * 40, "2026-11-02T03:00:00+00:00", regressed=False, device_key="other")
+    night(history / "n3.json", "c" * 40, "2026-11-03T02:00:00+00:00", regressed=True)
+    tonight = night(history / "n4.json", "d" * 40, "2026-11-04T02:00:00+00:00", regressed=True)
+    assert regressed_tests(tonight) == ["t.py::test_a"]
+    assert last_good_night(history, tonight, ["t.py::test_a"]) == "b" * 40
+    with pytest.raises(HistoryError, match=r"no night on cpu-test before 2026-11-04.* measured t\.py::test_b"):
+        last_good_night(history, tonight, ["t.py::test_b"])
+
+
+@pytest.mark.slow
+def test_the_nightly_bisect_step_runs_against_a_bare_origin(tmp_path: Path) -> None:
+    """The workflow's own step, its shell as written: a shallow checkout of a local bare origin, a history
+    folder whose last good night is the good commit, tonight's result file regressed: the step fetches the
+    range, bisects it and puts the culprit on the job page."""
+    work = tmp_path / "work"
+    shas = project(work, planted=2, commits=2)
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True)
+    runner = tmp_path / "runner"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{origin}", str(runner)], check=True)
+    date = "2026-12-01T02:00:00+00:00"
+    history, results = runner / "history", runner / "results"
+    # Tonight's file, as the suite writes it: this host's device key, test_work regressed.
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "test_perf.py", "--device", "cpu", "-q", "--accel-update",
+         "--accel-baselines", str(tmp_path / "b")], cwd=work, check=False, capture_output=True, timeout=300,
+    )  # fmt: skip
+    git(work, "checkout", "-q", "good")
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "test_perf.py", "--device", "cpu", "-q", "--accel-update",
+         "--accel-baselines", str(tmp_path / "g")], cwd=work, check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    git(work, "checkout", "-q", "-")
+    tonight = results / "cpu-run7.json"
+    results.mkdir()
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "test_perf.py", "--device", "cpu", "-q", "--accel-baselines",
+         str(tmp_path / "g"), "--accel-json", str(tonight)], cwd=work, check=False, capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert regressed_tests(tonight) == ["test_perf.py::test_work"]
+    data = json.loads(tonight.read_text())
+    good_night = copy.deepcopy(data)
+    good_night["date"], good_night["provenance"]["commit"] = "2026-11-30T02:00:00+00:00", shas[0]
+    for result in good_night["results"]:
+        result["verdict"]["time"]["outcome"] = "unchanged"
+    data["date"] = date
+    tonight.write_text(json.dumps(data))
+    history.mkdir()
+    (history / "good-night.json").write_text(json.dumps(good_night))
+    yaml = pytest.importorskip("yaml")
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text())
+    step = next(s for s in workflow["jobs"]["suite"]["steps"] if s.get("name") == "Bisect tonight's regressions")
+    summary = tmp_path / "summary.md"
+    env = {**os.environ, "RESULTS": "results/cpu-run7.json", "DEVICE": "cpu", "GH_TOKEN": "unused",
+           "BISECT_OPTIONS": " ".join(QUICK), "GITHUB_STEP_SUMMARY": str(summary)}  # fmt: skip
+    script = step["run"].replace("--accel-profile full", "test_perf.py -q")  # this project has no profiles
+    done = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=runner, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(runner, "rev-parse", "--is-shallow-repository") == "false"
+    page = summary.read_text()
+    assert page.startswith("### Bisect on cpu") and f'culprit: {shas[2][:9]} "change 2"' in page
+    answer = json.loads((runner / "results" / "bisect-cpu.json").read_text())
+    assert answer["good"] == shas[0] and answer["exit_code"] == 1
