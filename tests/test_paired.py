@@ -185,3 +185,20 @@ def test_the_calibrated_level_spends_the_whole_budget_that_bonferroni_only_bound
 def test_a_schedule_too_long_to_simulate_falls_back_to_bonferroni() -> None:
     looks = look_schedule(3, 1000)
     assert calibrated_level(looks, 0.02) == 0.02 / len(looks)
+
+
+def test_a_bisect_step_is_good_once_no_slowdown_of_half_the_change_fits_the_interval() -> None:
+    """A bisect step's question is one-sided: pairs of an unchanged commit read 0.99 [0.93 .. 1.06]: too
+    wide for "within ±5%" both ways, but its slow end lies within half a known +15% change (+7.2%); a
+    slowdown is regressed as always."""
+    pairs = [math.log(r) for r in (1.01, 0.96, 1.0, 0.97, 1.01)]
+    plain, step = SequentialPlan(min_pairs=5), SequentialPlan(min_pairs=5, not_slower_than=math.sqrt(1.15) - 1)
+    _, low, high = plain.interval(pairs)
+    assert low < 1 / 1.05 and high < 1.072
+    assert judge_pairs(pairs, plain).outcome is Outcome.PENDING
+    verdict = judge_pairs(pairs, step)
+    assert verdict.outcome is Outcome.UNCHANGED and verdict.reason == "no slowdown beyond +7.2%"
+    slower = [value + math.log(1.15) for value in pairs]
+    assert judge_pairs(slower, step).outcome is judge_pairs(slower, plain).outcome is Outcome.REGRESSED
+    with pytest.raises(ValueError, match="not_slower_than must be a number >= the tolerance"):
+        SequentialPlan(not_slower_than=0.01)

@@ -70,6 +70,7 @@ class ABSettings:
     head: str | None = None  # a git revision; None: the working tree
     base_python: str | None = None  # instead of ``base``: the same tree, another interpreter
     plan: SequentialPlan = field(default_factory=SequentialPlan)
+    plans: Mapping[str, SequentialPlan] = field(default_factory=dict)  # a test's own plan (bisect's steps)
     max_minutes: float = 15.0
     out: Path = Path(".pytest-accel-ab")
     markdown: Path | None = None
@@ -310,7 +311,10 @@ class Sitting:
         track.base.append(base)
         track.head.append(head)
         track.log_ratios.append(math.log(Track.figure(head) / Track.figure(base)))
-        track.verdict = judge_pairs(track.log_ratios, self.settings.plan)
+        track.verdict = judge_pairs(track.log_ratios, self._plan(key))
+
+    def _plan(self, key: Key) -> SequentialPlan:
+        return self.settings.plans.get(key[0], self.settings.plan)
 
     def pending(self) -> list[Track]:
         return [t for t in self.tracks.values() if t.verdict.outcome is Outcome.PENDING]
@@ -336,7 +340,7 @@ class Sitting:
             else:
                 continue
             for track in pending:
-                track.verdict = judge_pairs(track.log_ratios, plan, last=True)
+                track.verdict = judge_pairs(track.log_ratios, self._plan(track.key), last=True)
             return
 
     def explain(self) -> None:
@@ -462,6 +466,7 @@ def write_outputs(sitting: Sitting, code: int) -> str:
         "head": sitting.sides["head"].describe(),
         "pytest_args": list(settings.pytest_args),
         "plan": {**asdict(settings.plan), "looks": list(settings.plan.looks), "max_minutes": settings.max_minutes},
+        "plans": {test: asdict(plan) for test, plan in sorted(settings.plans.items())},
         "pairs": sitting.pairs,
         "seconds": time.monotonic() - sitting.started,
         "pair_seconds": [round(seconds, 1) for seconds in sitting.pair_seconds],  # a test of k pairs: its time

@@ -115,10 +115,18 @@ class SequentialPlan:
     alpha: float = 0.02  # chance, over the whole sitting, that an interval misses the true ratio
     min_pairs: int = 3
     max_pairs: int = 40
+    # A bisect's step asks one question, whether a commit is slower by about the change searched for:
+    # set, "unchanged" means no slowdown beyond this (the interval's slow end within it, whatever its
+    # fast end; half the change, on the log scale). None: within the tolerance, both ways.
+    not_slower_than: float | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.tolerance) and self.tolerance > 0):
             raise ValueError(f"tolerance must be a positive number, got {self.tolerance}")
+        if self.not_slower_than is not None and not (
+            math.isfinite(self.not_slower_than) and self.not_slower_than >= self.tolerance
+        ):
+            raise ValueError(f"not_slower_than must be a number >= the tolerance, got {self.not_slower_than}")
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
         look_schedule(self.min_pairs, self.max_pairs)  # validates the pair counts
@@ -214,6 +222,8 @@ def judge_pairs(log_ratios: Sequence[float], plan: SequentialPlan, *, last: bool
         return PairedVerdict(Outcome.REGRESSED, n, ratio, low, high, f"slower, beyond the {band} tolerance")
     if high < 1 and ratio < 1 / limit:
         return PairedVerdict(Outcome.IMPROVED, n, ratio, low, high, f"faster, beyond the {band} tolerance")
+    if plan.not_slower_than is not None and high <= 1 + plan.not_slower_than:
+        return PairedVerdict(Outcome.UNCHANGED, n, ratio, low, high, f"no slowdown beyond +{plan.not_slower_than:.1%}")
     if 1 / limit <= low and high <= limit:
         return PairedVerdict(Outcome.UNCHANGED, n, ratio, low, high, f"within ±{band}")
     if not last and n < plan.max_pairs:
