@@ -35,6 +35,7 @@ from pytest_accel.commands.absides import (
     git,
 )
 from pytest_accel.core.measurement import short_names
+from pytest_accel.core.operator_table import NOTHING_MOVED
 from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.units import format_change
 from pytest_accel.judgement.bisection import Bisection, Finding, Judged
@@ -178,6 +179,8 @@ class Bisect:
         """
         others = [a for test in self.tests if test not in tests for a in ("--deselect", test)]
         plan = replace(self.settings.plan, max_pairs=max(pairs, self.settings.plan.min_pairs))
+        if kind in ("range", "rest"):  # "did it get slower?": one-sided, as a step's question (``split``)
+            plan = replace(plan, not_slower_than=plan.tolerance)
         settings = ABSettings(
             pytest_args=(*self.settings.pytest_args, *others),
             base=self.commits[base],
@@ -416,14 +419,18 @@ def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
                     rest,
                 ]
             )
-            lines.extend(f"    {line}" for line in operators[:1])
         header = ["test", "good -> bad", "the culprit alone (its parent -> it)", "of the change"]
         lines.extend(markdown_table(header, rows).splitlines())
+        still = []
         for test, _ in found:
             _, operators = bisect.evidence.get((test, culprit), (None, ()))
-            if operators:
+            if operators and operators[-1].strip() == NOTHING_MOVED:
+                still.append(names.get(test, test))
+            elif operators:
                 lines.append(f"operators of {names.get(test, test)} (parent -> culprit):")
                 lines.extend(f"    {line}" for line in operators)
+        if still:
+            lines.append(f"operators: {NOTHING_MOVED}, in {len(still)} test(s): {', '.join(still)}")
         lines.append("")
     return lines
 
@@ -442,7 +449,10 @@ def report(bisect: Bisect, bisection: Bisection | None, code: int) -> str:
                 f"({', '.join(undecided[:3])}); nothing was searched"
             )
         else:
-            lines.append(f"no slowdown over the range: {len(bisect.whole)} test(s) unchanged or faster (no culprit)")
+            tolerance = f"{bisect.settings.plan.tolerance:.0%}"
+            lines.append(
+                f"no slowdown over the range: {len(bisect.whole)} test(s), none slower beyond {tolerance} (no culprit)"
+            )
     else:
         lines.append("")
         lines.extend(_finding_lines(bisect, bisection))

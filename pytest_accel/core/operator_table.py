@@ -21,6 +21,7 @@ from pytest_accel.core.validation import count as _count
 
 __all__ = [
     "ACTIVITIES",
+    "NOTHING_MOVED",
     "STORED_OPERATORS",
     "OperatorProfile",
     "OperatorRow",
@@ -205,6 +206,12 @@ def absent_line(reason: str) -> str:
     return f"operators: no diff ({reason})"
 
 
+# The line of a diff in which no operator moved enough to be named.
+NOTHING_MOVED = (
+    "no operator moved by 1% of the total and 10% of its own time: outside them (Python, data, syncs) or spread thin"
+)
+
+
 def explain(then: OperatorProfile | None, now: OperatorProfile) -> list[str]:
     """Lines that say which operators changed from ``then`` (a baseline's table) to ``now``.
 
@@ -280,10 +287,7 @@ def explain(then: OperatorProfile | None, now: OperatorProfile) -> list[str]:
     if len(changes) > _MAX_LINES:
         lines.append(f"  ... {len(changes) - _MAX_LINES} smaller change(s)")
     if not changes:
-        lines.append(
-            "  no operator moved by 1% of the total and 10% of its own time: outside them (Python, data, syncs) "
-            "or spread thin"
-        )
+        lines.append(f"  {NOTHING_MOVED}")
     return lines
 
 
