@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 from pytest_accel.commands.ab import Sitting, Track, table
+from pytest_accel.commands.bisect import Bisect, BisectSettings, Reading, report
 from pytest_accel.core.measurement import FOREIGN_CPU, Measurement
+from pytest_accel.core.operator_table import NOTHING_MOVED
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.bisection import Bisection, Finding
 from pytest_accel.judgement.confirm import FreshVerdict
 from pytest_accel.judgement.gate import NO_BASELINE, GateResult, failure_lines
 from pytest_accel.judgement.paired import PairedVerdict
@@ -275,4 +279,90 @@ def test_the_ab_table_says_each_figure_once_and_its_notes_say_what_the_table_can
         "NOT COMPARED: test_attention_forward[sdpa-flash-sd3-512px-b2]: only the head has this test",
         "INCONCLUSIVE: test_attention_forward[sdpa-math-llama70b-prefill-512]: straddles the ±5% band; about 95 pairs "
         "at this noise would decide",
+    ]
+
+
+def _bisect_answer(findings: dict[str, list[Finding]], whole: dict[str, Reading]) -> tuple[Bisect, Bisection]:
+    """A bisect of six commits (c0 good, c6 bad) whose sittings have run: the page is all that is left."""
+    commits = [f"{i}" * 40 for i in range(7)]
+    subjects = {sha: f"change {i}" if i else "good" for i, sha in enumerate(commits)}
+    bisect = Bisect(BisectSettings(("perf_tests/test_attention.py",), "good", "HEAD"), Path("."), commits, subjects)
+    bisect.tests, bisect.whole = tuple(sorted(whole)), whole
+    bisect.started -= 25 * 60  # the page says the minutes it cost
+    bisect.log.sittings = [{"pairs": 11}] * 8
+    bisection = Bisection(commits, [t for t, r in whole.items() if r.outcome is Outcome.REGRESSED])
+    bisection.searches, bisection.findings = {}, findings
+    return bisect, bisection
+
+
+def test_the_bisect_page_names_the_culprit_its_own_change_and_what_did_not_move() -> None:
+    """Figures of a real trial (docs/studies/bisect, quiet 1): a +15% host spin after each SDPA call."""
+    flash, math_ = (
+        "t.py::test_attention_forward[sdpa-flash-sd3-256px-b2]",
+        "t.py::test_attention_forward[sdpa-math-llama70b-decode-kv384]",
+    )
+    whole = {
+        flash: Reading(Outcome.REGRESSED, 1.154, 1.117, 1.192, 3),
+        math_: Reading(Outcome.REGRESSED, 1.223, 1.075, 1.391, 7),
+        "t.py::test_other": Reading(Outcome.UNCHANGED, 1.01, 0.99, 1.03, 4),
+    }
+    findings = {flash: [Finding(0, 3, (4,), "good")], math_: [Finding(0, 3, (4,), "good")]}
+    bisect, bisection = _bisect_answer(findings, whole)
+    bisect.evidence = {
+        (flash, 4): (Reading(Outcome.REGRESSED, 1.154, 1.028, 1.295, 3),
+                     ("operators: total 31.5 ms -> 31.1 ms", f"  {NOTHING_MOVED}")),
+        (math_, 4): (Reading(Outcome.REGRESSED, 1.194, 1.102, 1.295, 7),
+                     ("operators: total 5.78 ms -> 5.48 ms (-296 us)", "  aten::bmm: 2.51 ms -> 2.11 ms (-396 us)")),
+    }  # fmt: skip
+    assert report(bisect, bisection, 1) == (
+        'pytest-accel bisect: 6 commit(s) after good 000000000 "good", up to bad 666666666 "change 6"\n'
+        "\n"
+        'culprit: 444444444 "change 4", for 2 test(s):\n'
+        "| test | good -> bad | the culprit alone (its parent -> it) | of the change |\n"
+        "|---|---|---|---|\n"
+        "| test_attention_forward[sdpa-flash-sd3-256px-b2] | +15.4% [+11.7% .. +19.2%] | +15.4% [+2.8% .. +29.5%]"
+        " | the whole change |\n"
+        "| test_attention_forward[sdpa-math-llama70b-decode-kv384] | +22.3% [+7.5% .. +39.1%] | +19.4% [+10.2% .. "
+        "+29.5%] | the whole change |\n"
+        "operators of test_attention_forward[sdpa-math-llama70b-decode-kv384] (parent -> culprit):\n"
+        "    operators: total 5.78 ms -> 5.48 ms (-296 us)\n"
+        "      aten::bmm: 2.51 ms -> 2.11 ms (-396 us)\n"
+        f"operators: {NOTHING_MOVED}, in 1 test(s): test_attention_forward[sdpa-flash-sd3-256px-b2]\n"
+        "\n"
+        "not searched: 1 other test(s) did not get slower over the range (see bisect.json)\n"
+        "cost: 8 sitting(s), 88 pair(s), 25.0 minutes; exit 1\n"
+    )  # fmt: skip
+
+
+def test_the_bisect_page_of_two_steps_a_narrowed_search_and_a_skipped_commit() -> None:
+    test = "t.py::test_k"
+    whole = {test: Reading(Outcome.REGRESSED, 1.166, 1.12, 1.21, 4)}
+    findings = {test: [Finding(0, 1, (2,), "bad"), Finding(2, 3, (4, 5), "good")]}
+    bisect, bisection = _bisect_answer(findings, whole)
+    bisection.unmeasurable = {4: "head (...): pytest could not collect (exit 2)"}
+    bisect.evidence = {(test, 2): (Reading(Outcome.REGRESSED, 1.081, 1.04, 1.12, 5), ())}
+    assert report(bisect, bisection, 1) == (
+        'pytest-accel bisect: 6 commit(s) after good 000000000 "good", up to bad 666666666 "change 6"\n'
+        "\n"
+        'culprit: 222222222 "change 2", for 1 test(s):\n'
+        "| test | good -> bad | the culprit alone (its parent -> it) | of the change |\n"
+        "|---|---|---|---|\n"
+        "| test_k | +16.6% [+12.0% .. +21.0%] | +8.1% [+4.0% .. +12.0%] | part of it: a later step follows |\n"
+        "\n"
+        "narrowed to 2 commits, 444444444 .. 555555555 (some could not be judged), for 1 test(s):\n"
+        "| test | good -> bad | the culprit alone (its parent -> it) | of the change |\n"
+        "|---|---|---|---|\n"
+        "| test_k | +16.6% [+12.0% .. +21.0%] | - | the whole change |\n"
+        "\n"
+        'skipped 444444444 "change 4": could not be measured (head (...): pytest could not collect (exit 2))\n'
+        "cost: 8 sitting(s), 88 pair(s), 25.0 minutes; exit 1\n"
+    )  # fmt: skip
+
+
+def test_the_bisect_page_of_a_range_that_did_not_get_slower() -> None:
+    whole = {"t.py::test_k": Reading(Outcome.UNCHANGED, 0.99, 0.96, 1.02, 6)}
+    bisect, _ = _bisect_answer({}, whole)
+    assert report(bisect, None, 0).splitlines()[1:] == [
+        "no slowdown over the range: 1 test(s), none slower beyond 5% (no culprit)",
+        "cost: 8 sitting(s), 88 pair(s), 25.0 minutes; exit 0",
     ]

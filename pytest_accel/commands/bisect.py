@@ -46,7 +46,16 @@ from pytest_accel.outputs.history_store import HistoryError, result_paths
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.storage.files import encode, write_atomically
 
-__all__ = ["BisectSettings", "last_good_night", "regressed_tests", "run_bisect"]
+__all__ = [
+    "Bisect",
+    "BisectSettings",
+    "Reading",
+    "document",
+    "last_good_night",
+    "regressed_tests",
+    "report",
+    "run_bisect",
+]
 
 BISECT_SCHEMA = 1
 
@@ -153,11 +162,10 @@ class _Log:
 class Bisect:
     """One bisect: the range, its searches, the sittings run so far and the clock."""
 
-    def __init__(self, settings: BisectSettings) -> None:
-        self.settings = settings
-        self.top = Path(git(settings.cwd, "rev-parse", "--show-toplevel")).resolve()
-        self.commits = _range(self.top, settings.good, settings.bad)
-        self.subjects = {sha: git(self.top, "log", "-1", "--format=%s", sha) for sha in self.commits}
+    def __init__(
+        self, settings: BisectSettings, top: Path, commits: Sequence[str], subjects: Mapping[str, str]
+    ) -> None:
+        self.settings, self.top, self.commits, self.subjects = settings, top, tuple(commits), dict(subjects)
         self.started = time.monotonic()
         self.log = _Log()
         self.tests: tuple[str, ...] = ()  # every test the first sitting measured
@@ -165,6 +173,13 @@ class Bisect:
         self.evidence: dict[tuple[str, int], tuple[Reading, tuple[str, ...]]] = {}
         self.change: dict[str, float] = {}  # per test: the ratio its search looks for (the range's, then a rest's)
         self.stopped = ""
+
+    @classmethod
+    def of_repository(cls, settings: BisectSettings) -> Bisect:
+        """The bisect of ``settings``' range in the repository around ``settings.cwd``."""
+        top = Path(git(settings.cwd, "rev-parse", "--show-toplevel")).resolve()
+        commits = _range(top, settings.good, settings.bad)
+        return cls(settings, top, commits, {sha: git(top, "log", "-1", "--format=%s", sha) for sha in commits})
 
     def _left(self) -> float:
         return self.settings.max_minutes * 60 - (time.monotonic() - self.started)
@@ -514,7 +529,7 @@ def run_bisect(settings: BisectSettings) -> int:
     """The whole command; returns its exit code (see the module docstring)."""
     settings = replace(settings, out=(settings.cwd / settings.out).resolve())
     _prepare_out(settings.out)
-    bisect = Bisect(settings)
+    bisect = Bisect.of_repository(settings)
     print(
         f"pytest-accel bisect: {len(bisect.commits) - 1} commit(s) from {settings.good} to {settings.bad}",
         file=sys.stderr,
