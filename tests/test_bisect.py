@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_accel.commands.bisect import last_good_night, regressed_tests
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.judgement.results import Recorded, results_document
 from pytest_accel.judgement.verdict import VerdictRecord
-from pytest_accel.outputs.history_store import HistoryError
+from pytest_accel.outputs.history_store import HistoryError, last_good_night, regressed_tests
 from tests.test_ab import INI, KERNEL, TEST, assert_nothing_left, commit, git
 
 # Tolerance 50%: the planted change triples the work, the pure-Python kernel moves ~27% a pair (test_ab.py).
@@ -121,9 +120,11 @@ def test_bad_input_is_exit_2_naming_the_option(tmp_path: Path, args: list[str], 
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
-def night(path: Path, commit: str, date: str, regressed: bool, device_key: str = "cpu-test") -> Path:
-    """A result file of one night: t.py::test_a measured, regressed or unchanged."""
-    outcome = Outcome.REGRESSED if regressed else Outcome.UNCHANGED
+def night(
+    path: Path, commit: str, date: str, regressed: bool, device_key: str = "cpu-test", outcome: Outcome | None = None
+) -> Path:
+    """A result file of one night: t.py::test_a measured, regressed or unchanged (or ``outcome``)."""
+    outcome = outcome or (Outcome.REGRESSED if regressed else Outcome.UNCHANGED)
     verdict = VerdictRecord(Verdict(outcome, "time", "synthetic", ratio=1.3 if regressed else 1.0))
     recorded = [Recorded("t.py::test_a", "passed", Measurement("calls", 1.0, (0.01,) * 5), verdict)]
     document = results_document(recorded, device_kind="cpu", device_key=device_key,
@@ -134,17 +135,20 @@ def night(path: Path, commit: str, date: str, regressed: bool, device_key: str =
     return path
 
 
-def test_a_nights_bisect_starts_at_the_newest_earlier_night_without_the_regression(tmp_path: Path) -> None:
+def test_a_nights_bisect_starts_at_the_newest_earlier_night_that_judged_the_tests_unchanged(tmp_path: Path) -> None:
     history = tmp_path / "history"
     night(history / "n1.json", "a" * 40, "2026-11-01T02:00:00+00:00", regressed=False)
     night(history / "n2.json", "b" * 40, "2026-11-02T02:00:00+00:00", regressed=False)
     night(history / "n2-other.json", "e" * 40, "2026-11-02T03:00:00+00:00", regressed=False, device_key="other")
     night(history / "n3.json", "c" * 40, "2026-11-03T02:00:00+00:00", regressed=True)
     tonight = night(history / "n4.json", "d" * 40, "2026-11-04T02:00:00+00:00", regressed=True)
+    night(history / "n3b.json", "f" * 40, "2026-11-03T03:00:00+00:00", regressed=False, outcome=Outcome.NOISY)
     assert regressed_tests(tonight) == ["t.py::test_a"]
-    assert last_good_night(history, tonight, ["t.py::test_a"]) == "b" * 40
-    with pytest.raises(HistoryError, match=r"no night on cpu-test before 2026-11-04.* measured t\.py::test_b"):
-        last_good_night(history, tonight, ["t.py::test_b"])
+    assert last_good_night(history, tonight, ["t.py::test_a"], lambda commit: True) == "b" * 40
+    # a night on another branch (not an ancestor of tonight's commit) is no start
+    assert last_good_night(history, tonight, ["t.py::test_a"], lambda commit: commit != "b" * 40) == "a" * 40
+    with pytest.raises(HistoryError, match=r"no night on cpu-test before 2026-11-04.* judged t\.py::test_b unchanged"):
+        last_good_night(history, tonight, ["t.py::test_b"], lambda commit: True)
 
 
 @pytest.mark.slow
@@ -203,3 +207,24 @@ def test_the_nightly_bisect_step_runs_against_a_bare_origin(tmp_path: Path) -> N
     assert page.startswith("### Bisect on cpu") and f'culprit: {shas[2][:9]} "change 2"' in page
     answer = json.loads((runner / "results" / "bisect-cpu.json").read_text())
     assert answer["good"] == shas[0] and answer["exit_code"] == 1
+
+
+def test_a_night_with_nothing_to_bisect_says_why_and_writes_its_answer(tmp_path: Path) -> None:
+    """No regressed test, or no commit since the last good night (a driver moved, not the code): exit 0, said
+    on the page and in --json, no sitting run."""
+    repo = tmp_path / "project"
+    shas = project(repo, planted=None, commits=1)
+    history = tmp_path / "history"
+    night(history / "n1.json", shas[1], "2026-11-01T02:00:00+00:00", regressed=False)
+    tonight = night(tmp_path / "tonight.json", shas[1], "2026-11-02T02:00:00+00:00", regressed=True)
+    calm = night(tmp_path / "calm.json", shas[1], "2026-11-02T02:00:00+00:00", regressed=False)
+    for results, why in [
+        (calm, f"{calm} has no regressed test: nothing to bisect"),
+        (tonight, f"no commit since the last good night ({shas[1][:9]}): the slowdown is not a change of this code"),
+    ]:
+        answer, page = tmp_path / "answer.json", tmp_path / "page.md"
+        done = bisect(repo, "--regressed-in", str(results), "--good-from", str(history), "--json", str(answer),
+                      "--markdown", str(page), "--", "--device", "cpu")  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert page.read_text() == f"pytest-accel bisect: {why}\n" and why in done.stdout
+        assert json.loads(answer.read_text())["nothing_to_bisect"] == why

@@ -352,7 +352,7 @@ def test_the_bisect_page_of_two_steps_a_narrowed_search_and_a_skipped_commit() -
         "narrowed to 2 commits, 444444444 .. 555555555 (some could not be judged), for 1 test(s):\n"
         "| test | good -> bad | the culprit alone (its parent -> it) | of the change |\n"
         "|---|---|---|---|\n"
-        "| test_k | +16.6% [+12.0% .. +21.0%] | - | the whole change |\n"
+        "| test_k | +16.6% [+12.0% .. +21.0%] | - | the rest of the change |\n"
         "\n"
         'skipped 444444444 "change 4": could not be measured (head (...): pytest could not collect (exit 2))\n'
         "cost: 8 sitting(s), 88 pair(s), 25.0 minutes; exit 1\n"

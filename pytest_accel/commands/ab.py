@@ -23,7 +23,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
@@ -55,11 +55,22 @@ from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_mem
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.storage.files import encode, write_atomically
 
-__all__ = ["ABError", "ABSettings", "Sitting", "run_ab", "sit"]
+__all__ = ["ABError", "ABSettings", "Sitting", "deselected", "run_ab", "sit"]
 
 AB_SCHEMA = 1
 _ROOTDIR = re.compile(r"^rootdir: .*$", re.MULTILINE)  # pytest's header: "rootdir: DIR[, configfile: FILE]"
 _NOT_FOUND = re.compile(r"^ERROR: (file or directory not found|not found): ", re.MULTILINE)
+
+
+def deselected(tests: Sequence[str], kept: Sequence[str]) -> list[str]:
+    """``--deselect`` arguments for ``tests`` not in ``kept``: pytest deselects by prefix, so an id that is the
+    start of a kept one (``t.py::test_work`` of ``t.py::test_work_fast``) is not deselected: it runs, unread."""
+    return [
+        argument
+        for test in tests
+        if test not in kept and not any(other.startswith(test) for other in kept)
+        for argument in ("--deselect", test)
+    ]
 
 
 @final
@@ -233,7 +244,7 @@ class Sitting:
             tests[test] = tests.get(test, True) and track.verdict.outcome not in (
                 Outcome.PENDING, Outcome.INCONCLUSIVE,
             )  # fmt: skip
-        return [argument for test, done in sorted(tests.items()) if done for argument in ("--deselect", test)]
+        return deselected(sorted(tests), [test for test, done in tests.items() if not done])
 
     def _worker(self, name: str) -> Worker:
         """The side's worker, a new one after ``reuse`` runs (or when the last one died)."""

@@ -1,16 +1,18 @@
 """``pytest-accel bisect``: from a range that got slower to the commit that did it, as ``ab`` sittings.
 
 The range runs from a good commit to a bad one (first-parent history: the commits a branch's nights
-saw). A first sitting measures the bad commit against the good one: the tests it calls regressed
-are searched (``judgement/bisection.py``), every step an ``ab`` sitting of one commit against the
-search's anchor. A step that stays inconclusive is measured again, longer (pairs and minutes
-doubled, ``tries`` times in all), never taken for good or bad; a commit that cannot be measured
-(it does not build, import or collect) is skipped and named. Each culprit is then measured once more
-against the commit before it, profiled: its own change and which operators moved.
+saw). A first sitting measures the bad commit against the good one: the tests it calls slower are
+searched (``judgement/bisection.py``), every step an ``ab`` sitting of one commit against the
+search's anchor (the good commit; for the rest of a change, the culprit before). A step that stays
+undecided is measured again, longer (pairs and minutes doubled, ``tries`` sittings in all), never
+taken for good or bad; a commit whose tests cannot be measured at all (it does not build, import or
+collect) is skipped and named. Each culprit found exactly is then measured against the commit before
+it, profiled: its own change and which operators moved. Time only: peak memory is ``ab``'s to judge.
 
-Exit codes as ``ab``'s: 0 the range did not get slower; 1 it did (the culprit named, or the range it
-was narrowed to when the budget ran out); 125 the first sitting could not tell; 2 bad input or a good
-commit that cannot be measured; 130 interrupted.
+Exit codes as ``ab``'s: 0 the range did not get slower, or there is nothing to bisect; 1 it did (the
+culprit named, or the range narrowed when the budget ran out or a sitting failed); 125 the first
+sitting could not tell; 2 bad input, a bad commit that cannot be measured, or a good one whose side
+fails; 130 interrupted (what was found so far is written).
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
 
-from pytest_accel.commands.ab import ABSettings, Sitting, sit
+from pytest_accel.commands.ab import ABSettings, Sitting, deselected, sit
 from pytest_accel.commands.absides import (
     EXIT_INCONCLUSIVE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REGRESSED,
     EXIT_USAGE,
@@ -40,9 +43,7 @@ from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.units import format_change
 from pytest_accel.judgement.bisection import Bisection, Finding, Judged
 from pytest_accel.judgement.paired import SequentialPlan
-from pytest_accel.judgement.results import load_results
-from pytest_accel.judgement.verdict import VerdictRecord
-from pytest_accel.outputs.history_store import HistoryError, result_paths
+from pytest_accel.outputs.history_store import last_good_night, regressed_tests
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.storage.files import encode, write_atomically
 
@@ -51,13 +52,14 @@ __all__ = [
     "BisectSettings",
     "Reading",
     "document",
-    "last_good_night",
-    "regressed_tests",
+    "from_night",
+    "nothing_to_bisect",
     "report",
     "run_bisect",
 ]
 
 BISECT_SCHEMA = 1
+_LEAST_SECONDS = 60.0  # no sitting starts with less of the budget left: one pair of 8 SDPA tests took 30-45 s
 
 
 @final
@@ -103,6 +105,11 @@ class Reading:
             return Judged.BAD
         return Judged.GOOD if self.outcome in (Outcome.UNCHANGED, Outcome.IMPROVED) else Judged.UNDECIDED
 
+    @property
+    def compared(self) -> bool:
+        """Whether both sides measured it: a test only one side has, or that failed on one, is not measured longer."""
+        return self.outcome not in (Outcome.NEW, Outcome.GONE, Outcome.ERROR)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "outcome": self.outcome.value,
@@ -114,12 +121,12 @@ class Reading:
 
 
 def _readings(sitting: Sitting) -> dict[str, Reading]:
-    """Per test: regressed when any of its metrics (or its peak memory) regressed; decided only when all were."""
+    """Per test, its time: regressed when any of its metrics regressed; decided only when all were. Peak
+    memory is ``ab``'s to judge, not a bisect's: the search looks for the commit that made a test slower."""
     readings: dict[str, Reading] = {}
     for (test, _), track in sorted(sitting.tracks.items()):
         verdict = track.verdict
-        outcome = Outcome.REGRESSED if track.regressed else verdict.outcome
-        reading = Reading(outcome, verdict.ratio, verdict.low, verdict.high, len(track.log_ratios))
+        reading = Reading(verdict.outcome, verdict.ratio, verdict.low, verdict.high, len(track.log_ratios))
         earlier = readings.get(test)
         if (
             earlier is None
@@ -171,7 +178,7 @@ class Bisect:
         self.tests: tuple[str, ...] = ()  # every test the first sitting measured
         self.whole: dict[str, Reading] = {}  # good -> bad, per test
         self.evidence: dict[tuple[str, int], tuple[Reading, tuple[str, ...]]] = {}
-        self.change: dict[str, float] = {}  # per test: the ratio its search looks for (the range's, then a rest's)
+        self.change: dict[str, Reading] = {}  # per test: the change its search looks for (the range's, then a rest's)
         self.stopped = ""
 
     @classmethod
@@ -189,22 +196,21 @@ class Bisect:
     ) -> tuple[Sitting | None, dict[str, Reading]]:
         """One ``ab`` sitting of ``head`` against ``base`` for ``tests`` (all, before the first is known).
 
-        An ``ABError`` of the head (exit 125: it does not import or collect) returns (None, {}); one of
-        the base is the user's problem and passes through.
+        A head that cannot be measured at all (ab's exit 125: it does not build, import or collect)
+        returns (None, {}), its reason logged; any other ``ABError`` passes through.
         """
-        others = [a for test in self.tests if test not in tests for a in ("--deselect", test)]
         plan = replace(self.settings.plan, max_pairs=max(pairs, self.settings.plan.min_pairs))
         if kind in ("range", "rest"):  # "did it get slower?": one-sided, as a step's question (``split``)
             plan = replace(plan, not_slower_than=plan.tolerance)
         settings = ABSettings(
-            pytest_args=(*self.settings.pytest_args, *others),
+            pytest_args=(*self.settings.pytest_args, *deselected(self.tests, tests)),
             base=self.commits[base],
             head=self.commits[head],
             plan=plan,
             plans={test: self.split(test, plan) for test in tests} if kind == "search" else {},
             max_minutes=minutes,
             out=self.settings.out / f"{len(self.log.sittings) + 1:02d}-{kind}-{self.commits[head][:9]}",
-            cwd=self.top,
+            cwd=self.settings.cwd,
             operators=operators,
             reuse=self.settings.reuse,
             min_rounds=self.settings.min_rounds,
@@ -214,7 +220,7 @@ class Bisect:
         print(
             f"pytest-accel bisect: sitting {len(self.log.sittings) + 1} ({kind}): {self.commits[head][:9]} "
             f"(commit {head} of {len(self.commits) - 1}) against {self.commits[base][:9]}, "
-            f"{len(tests) or 'every'} test(s), {minutes:.1f} minutes at most",
+            f"{f'{len(tests)} test(s)' if tests else 'all tests'}, {minutes:.1f} minutes at most",
             file=sys.stderr,
             flush=True,
         )
@@ -223,7 +229,7 @@ class Bisect:
         except ABError as error:
             if error.exit_code != EXIT_INCONCLUSIVE:
                 raise
-            note = str(error).splitlines()[0]
+            note = str(error).splitlines()[0].removesuffix(" ends:").rstrip(";")
             self.log.add(kind, self.commits[base], self.commits[head], None, {}, time.monotonic() - began, note)
             return None, {}
         readings = _readings(sitting)
@@ -231,64 +237,76 @@ class Bisect:
         return sitting, readings
 
     def split(self, test: str, plan: SequentialPlan) -> SequentialPlan:
-        """A search step's plan for ``test``: good once the interval's slow end lies within half the change
-        searched for (log scale; never below the tolerance), whatever its fast end; bad as ``ab`` calls regressed.
+        """A search step's plan for ``test``: good once the interval's slow end lies below the geometric middle
+        of 1 and the slow end's lower bound of the change searched for (never below the tolerance),
+        whatever its fast end; bad as ``ab`` calls regressed.
 
-        A step asks on which side of the change a commit lies, not whether it moved by 5% either way:
-        the math decode kernel of the 8 forward SDPA tests, unchanged, read 0.984 [0.952 .. 1.017] after
-        40 pairs against the good commit, still "inconclusive" by ab's two-sided ±5% (docs/studies/bisect).
-        A commit that carries part of a change is placed by which half it is nearer; the rest is measured
-        after (``Bisection``).
+        One-sided: a step asks whether a commit is already slower, not whether it moved by 5% either
+        way; an unchanged commit's math decode kernel of the 8 forward SDPA tests read 0.984 [0.952 ..
+        1.017] after 40 pairs, "inconclusive" two-sided (docs/studies/bisect). The change's lower
+        bound, not its estimate: the range sitting's figure was picked for looking slow, and a commit
+        that carries all of a smaller true change must not read good.
         """
-        half = math.sqrt(self.change.get(test, 1.0)) - 1
-        return replace(plan, not_slower_than=max(plan.tolerance, half))
+        change = self.change.get(test)
+        low = change.low if change is not None and change.low is not None else 1.0
+        return replace(plan, not_slower_than=max(plan.tolerance, math.sqrt(max(low, 1.0)) - 1))
 
-    def measure(self, kind: str, base: int, head: int, tests: Sequence[str]) -> dict[str, Reading] | None:
-        """Readings of ``tests``: longer sittings (pairs and minutes doubled) while some stay undecided,
-        ``tries`` in all or until the budget ends. None: the head could not be measured at all."""
-        minutes, pairs = self.settings.step_minutes, self.settings.plan.max_pairs
+    def measure(
+        self, kind: str, base: int, head: int, tests: Sequence[str], first_try: int = 0
+    ) -> tuple[dict[str, Reading] | None, bool]:
+        """Readings of ``tests``, and whether the budget cut them short: longer sittings (pairs and minutes
+        doubled each try, from try ``first_try``) while some stay undecided, ``tries`` in all. None: the
+        head could not be measured at all. A test not compared (on one side only, or failing) is not retried."""
+        minutes = self.settings.step_minutes * 2**first_try
+        pairs = self.settings.plan.max_pairs * 2**first_try
         readings: dict[str, Reading] = {}
         undecided = list(tests)
-        for _ in range(self.settings.tries):
-            if self._left() <= 0:
-                break
+        for _ in range(first_try, self.settings.tries):
+            if self._left() < _LEAST_SECONDS:
+                return readings, True
             sitting, said = self._sitting(kind, base, head, undecided, min(minutes, self._left() / 60), pairs)
             if sitting is None:
-                return readings or None
+                return readings or None, False
             readings.update(said)
-            undecided = [t for t in undecided if t not in readings or readings[t].judged is Judged.UNDECIDED]
-            if not undecided or not self.tests:
+            undecided = [t for t in said if said[t].judged is Judged.UNDECIDED and said[t].compared]
+            if not undecided or not tests:
                 break
             minutes, pairs = minutes * 2, pairs * 2
-        return readings
+        cut = self._left() <= 0 and any(r.judged is Judged.UNDECIDED and r.compared for r in readings.values())
+        return readings, cut
 
     def first(self) -> list[str]:
         """The bad commit against the good one, every test of the selection: the tests that regressed."""
-        readings = self.measure("range", 0, len(self.commits) - 1, ())
+        readings, _ = self.measure("range", 0, len(self.commits) - 1, ())
         if readings is None:
             raise ABError(f"--bad {self.settings.bad}: could not be measured (see {self.settings.out})", EXIT_USAGE)
         self.tests, self.whole = tuple(sorted(readings)), readings
-        undecided = [t for t, r in readings.items() if r.judged is Judged.UNDECIDED]
+        undecided = [t for t, r in readings.items() if r.judged is Judged.UNDECIDED and r.compared]
         if undecided:  # measured longer, as a step would be
-            self.whole.update(self.measure("range", 0, len(self.commits) - 1, undecided) or {})
+            longer, _ = self.measure("range", 0, len(self.commits) - 1, undecided, first_try=1)
+            self.whole.update(longer or {})
         regressed = [test for test, reading in self.whole.items() if reading.judged is Judged.BAD]
-        self.change = {test: self.whole[test].ratio or 1.0 for test in regressed}
+        self.change = {test: self.whole[test] for test in regressed}
         return regressed
 
     def search(self, bisection: Bisection) -> None:
+        """Steps until every search ends, the budget runs out, or a sitting fails for a reason not its head's."""
         while (step := bisection.next_step()) is not None:
-            if self._left() <= 0:
+            try:
+                readings, cut = self.measure(step.kind, step.anchor, step.commit, step.tests)
+            except ABError as error:  # the anchor's side, or git: not this commit's fault; say so and stop
+                self.stopped = f"a sitting failed: {str(error).splitlines()[0]}"
+                return
+            if cut:  # a budget cut is not an answer: the step stays open, the range is what it narrowed to
                 self.stopped = f"--max-minutes {self.settings.max_minutes:g} reached"
                 return
-            readings = self.measure(step.kind, step.anchor, step.commit, step.tests)
-            if readings is None:
+            if readings is None and step.kind == "search":
                 bisection.unmeasurable_commit(step.commit, self.log.sittings[-1]["note"])
-                if step.kind == "rest":  # the bad commit was measured at first: a passing failure
-                    bisection.record(step, {})
                 continue
-            bisection.record(step, {test: r.judged for test, r in readings.items()})
+            said = {test: r.judged for test, r in (readings or {}).items()}
+            bisection.record(step, said)  # a rest that could not be measured is undecided
             if step.kind == "rest":  # a later step of the change: its search looks for what is left
-                self.change.update({t: r.ratio or 1.0 for t, r in readings.items() if r.judged is Judged.BAD})
+                self.change.update({t: r for t, r in (readings or {}).items() if r.judged is Judged.BAD})
 
     def explain(self, bisection: Bisection) -> None:
         """Each exact culprit against the commit before it, profiled when asked: its own change and operators."""
@@ -298,17 +316,17 @@ class Bisect:
                 if finding.exact:
                     wanted.setdefault((finding.last_good, finding.culprit), []).append(test)
         for (before, culprit), tests in sorted(wanted.items()):
-            if self._left() <= 0:
+            if self._left() < _LEAST_SECONDS:
+                self.stopped = self.stopped or f"--max-minutes {self.settings.max_minutes:g} reached"
                 return
-            sitting, readings = self._sitting(
-                "culprit",
-                before,
-                culprit,
-                tests,
-                min(self.settings.step_minutes, self._left() / 60),
-                self.settings.plan.max_pairs,
-                operators=self.settings.operators,
-            )
+            minutes = min(self.settings.step_minutes, self._left() / 60)
+            try:
+                sitting, readings = self._sitting(
+                    "culprit", before, culprit, tests, minutes, self.settings.plan.max_pairs, self.settings.operators
+                )
+            except ABError as error:
+                self.stopped = f"a sitting failed: {str(error).splitlines()[0]}"
+                return
             for test in tests:
                 lines: tuple[str, ...] = ()
                 if sitting is not None:
@@ -338,16 +356,17 @@ def _prepare_out(out: Path) -> None:
             path.unlink()
 
 
+def _resolve(top: Path, option: str, rev: str) -> str:
+    try:
+        return git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except ABError:
+        raise ABError(f"{option} {rev!r}: not a revision of the repository at {top}") from None
+
+
 def _range(top: Path, good: str, bad: str) -> tuple[str, ...]:
     """The good commit and every first-parent commit after it up to the bad one, oldest first."""
 
-    def resolve(option: str, rev: str) -> str:
-        try:
-            return git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-        except ABError:
-            raise ABError(f"{option} {rev!r}: not a revision of the repository at {top}") from None
-
-    good_sha, bad_sha = resolve("--good", good), resolve("--bad", bad)
+    good_sha, bad_sha = _resolve(top, "--good", good), _resolve(top, "--bad", bad)
     try:
         git(top, "merge-base", "--is-ancestor", good_sha, bad_sha)
     except ABError:
@@ -358,46 +377,54 @@ def _range(top: Path, good: str, bad: str) -> tuple[str, ...]:
     return (good_sha, *after.split())
 
 
-def regressed_tests(path: Path) -> list[str]:
-    """The tests a result file calls regressed in time or memory (``ResultsError`` names a bad file)."""
-    return sorted(_regressed(load_results(path).verdicts))
+def from_night(settings: BisectSettings, results: Path, history: Path | None) -> BisectSettings | str:
+    """``settings`` for the tests ``results`` calls regressed (added to the pytest arguments), from the newest
+    earlier good night of ``history`` when given; or why there is nothing to bisect."""
+    tests = regressed_tests(results)
+    if not tests:
+        return f"{results} has no regressed test: nothing to bisect"
+    settings = replace(settings, pytest_args=(*settings.pytest_args, *tests))
+    if history is None:
+        return settings
+    top = Path(git(settings.cwd, "rev-parse", "--show-toplevel")).resolve()
+    bad = _resolve(top, "--bad", settings.bad)
+
+    def ancestor(commit: str) -> bool:
+        try:
+            git(top, "merge-base", "--is-ancestor", commit, bad)
+        except ABError:  # not an ancestor, or not in this clone
+            return False
+        return True
+
+    good = last_good_night(history, results, tests, ancestor)
+    print(f"pytest-accel bisect: the newest night that judged these tests unchanged measured {good}", file=sys.stderr)
+    if git(top, "rev-parse", f"{good}^{{commit}}") == bad:
+        return f"no commit since the last good night ({good[:9]}): the slowdown is not a change of this code"
+    return replace(settings, good=good)
 
 
-def _regressed(verdicts: Mapping[tuple[str, str], VerdictRecord | None]) -> set[str]:
-    """Tests slower (or fatter) than their baseline: what a bisect by time can search; a change of what ran
-    alone is not (its own record says which operators changed)."""
-    return {
-        test
-        for (test, _), v in verdicts.items()
-        if v is not None
-        and (v.time.outcome is Outcome.REGRESSED or (v.memory is not None and v.memory.outcome is Outcome.REGRESSED))
-    }
-
-
-def last_good_night(history: Path, result_path: Path, tests: Sequence[str]) -> str:
-    """The commit of the newest night of ``history``, on the result file's device and before it, that measured
-    ``tests`` and regressed none of them: where a bisect of that file's regressions starts."""
-    tonight = load_results(result_path)
-    nights = []
-    for path in result_paths(history):
-        night = load_results(path)
-        commit = night.provenance.get("commit", "")
-        if night.device_key != tonight.device_key or not commit or (tonight.date and night.date >= tonight.date):
-            continue
-        measured = {test for test, _ in night.measurements}
-        if set(tests) <= measured and not set(tests) & _regressed(night.verdicts):
-            nights.append((night.date, path.name, commit))
-    if not nights:
-        raise HistoryError(
-            f"{history}: no night on {tonight.device_key} before {tonight.date or result_path.name} measured "
-            f"{', '.join(tests)} without a regression: give --good REV"
-        )
-    return max(nights)[2]
+def nothing_to_bisect(settings: BisectSettings, why: str) -> int:
+    """An answer without a sitting (exit 0), written where a bisect's answer would be."""
+    text = f"pytest-accel bisect: {why}\n"
+    settings = replace(settings, out=(settings.cwd / settings.out).resolve())
+    _prepare_out(settings.out)
+    write_answer(settings, text, {"schema": BISECT_SCHEMA, "nothing_to_bisect": why, "exit_code": EXIT_OK})
+    print(text, end="")
+    return EXIT_OK
 
 
 def _label(bisect: Bisect, index: int) -> str:
     sha = bisect.commits[index]
     return f'{sha[:9]} "{bisect.subjects[sha]}"'
+
+
+def _share(finding: Finding, bisect: Bisect) -> str:
+    """How much of the range's change a finding's culprit made, as far as the rest's sitting told."""
+    whole = "the whole change" if finding.anchor == 0 else "the rest of the change"
+    if finding.rest == "":
+        return whole if finding.culprit == len(bisect.commits) - 1 else "the rest not measured (budget)"
+    shares = {"good": whole, "bad": "part of it: a later step follows", "undecided": "part or all: the rest undecided"}
+    return shares[finding.rest]
 
 
 def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
@@ -420,12 +447,7 @@ def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
         rows = []
         for test, finding in found:
             own, operators = bisect.evidence.get((test, culprit), (None, ()))
-            rest = {
-                "good": "the whole change",
-                "bad": "part of it: a later step follows",
-                "undecided": "the rest undecided",
-                "": "the whole change",
-            }[finding.rest]
+            rest = _share(finding, bisect)
             rows.append(
                 [
                     names.get(test, test),
@@ -457,7 +479,7 @@ def report(bisect: Bisect, bisection: Bisection | None, code: int) -> str:
         f"pytest-accel bisect: {count} commit(s) after good {_label(bisect, 0)}, up to bad {_label(bisect, count)}"
     ]
     if bisection is None or (not bisection.findings and not bisection.searches):
-        undecided = [t for t, r in bisect.whole.items() if r.judged is Judged.UNDECIDED]
+        undecided = [t for t, r in bisect.whole.items() if r.judged is Judged.UNDECIDED and r.compared]
         if undecided:
             lines.append(
                 f"could not tell whether the range got slower: {len(undecided)} test(s) undecided "
@@ -471,7 +493,7 @@ def report(bisect: Bisect, bisection: Bisection | None, code: int) -> str:
     else:
         lines.append("")
         lines.extend(_finding_lines(bisect, bisection))
-        others = [t for t, r in bisect.whole.items() if r.judged is not Judged.BAD]
+        others = [t for t, r in bisect.whole.items() if r.judged is not Judged.BAD and r.compared]
         if others:
             lines.append(
                 f"not searched: {len(others)} other test(s) did not get slower over the range (see bisect.json)"
@@ -481,6 +503,9 @@ def report(bisect: Bisect, bisection: Bisection | None, code: int) -> str:
                 f"not pinned ({bisect.stopped}): {test}: between {_label(bisect, good)} (good) and "
                 f"{_label(bisect, bad)} (bad), {bad - good - 1} commit(s) between them"
             )
+    if uncompared := sorted(t for t, r in bisect.whole.items() if not r.compared):
+        named = ", ".join(f"{t} ({bisect.whole[t].outcome.value})" for t in uncompared[:3])
+        lines.append(f"not compared: {len(uncompared)} test(s) measured on one side only, or failing: {named}")
     for index, why in sorted((bisection.unmeasurable if bisection else {}).items()):
         lines.append(f"skipped {_label(bisect, index)}: could not be measured ({why})")
     minutes = (time.monotonic() - bisect.started) / 60
@@ -528,30 +553,38 @@ def document(bisect: Bisect, bisection: Bisection | None, code: int) -> dict[str
 def run_bisect(settings: BisectSettings) -> int:
     """The whole command; returns its exit code (see the module docstring)."""
     settings = replace(settings, out=(settings.cwd / settings.out).resolve())
-    _prepare_out(settings.out)
     bisect = Bisect.of_repository(settings)
+    _prepare_out(settings.out)
     print(
         f"pytest-accel bisect: {len(bisect.commits) - 1} commit(s) from {settings.good} to {settings.bad}",
         file=sys.stderr,
     )
     regressed = bisect.first()
     bisection: Bisection | None = None
+    interrupted = False
     if not regressed:
-        undecided = any(r.judged is Judged.UNDECIDED for r in bisect.whole.values())
+        undecided = any(r.judged is Judged.UNDECIDED and r.compared for r in bisect.whole.values())
         code = EXIT_INCONCLUSIVE if undecided or not bisect.whole else EXIT_OK
     else:
-        bisection = Bisection(bisect.commits, regressed)
-        bisect.search(bisection)
-        bisect.explain(bisection)
-        code = EXIT_REGRESSED
+        bisection, code = Bisection(bisect.commits, regressed), EXIT_REGRESSED
+        try:
+            bisect.search(bisection)
+            bisect.explain(bisection)
+        except KeyboardInterrupt:  # what was found so far is still the answer, and is written
+            bisect.stopped, interrupted = "interrupted", True
     text = report(bisect, bisection, code)
+    write_answer(settings, text, document(bisect, bisection, code))
+    print(text)
+    return EXIT_INTERRUPTED if interrupted else code
+
+
+def write_answer(settings: BisectSettings, text: str, answer: Mapping[str, Any]) -> None:
+    """The page and the JSON answer, in ``--out`` and where ``--markdown`` and ``--json`` say."""
     settings.out.mkdir(parents=True, exist_ok=True)
-    data = encode(document(bisect, bisection, code))
+    data = encode(answer)
     write_atomically(settings.out / "bisect.json", data)
     if settings.json is not None:
         write_atomically(settings.json, data)
     (settings.out / "bisect.md").write_text(text, encoding="utf-8")
     if settings.markdown is not None:
         settings.markdown.write_text(text, encoding="utf-8")
-    print(text)
-    return code

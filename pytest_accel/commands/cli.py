@@ -2,7 +2,8 @@
 
 Inputs are only ever read; ``archive`` adds a file to the history folder it is given, and nothing else.
 Exit codes: 0 fine; 1 ``compare``, ``ab`` or ``bisect`` found a regression; 2 a bad input (named, with why);
-``ab`` and ``bisect`` also 125 (inconclusive: ``git bisect run`` skips the commit) and 130 (interrupted).
+``ab`` also 125 (inconclusive: ``git bisect run`` skips the commit), ``bisect`` 125 when it could not tell
+whether the range got slower; both 130 (interrupted).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_accel.commands.ab import ABError, ABSettings, run_ab
-from pytest_accel.commands.bisect import BisectSettings, last_good_night, regressed_tests, run_bisect
+from pytest_accel.commands.bisect import BisectSettings, from_night, nothing_to_bisect, run_bisect
 from pytest_accel.core.measurement import display_name
 from pytest_accel.core.operator_table import explain
 from pytest_accel.core.outcomes import Outcome
@@ -345,30 +346,22 @@ def cmd_bisect(options: argparse.Namespace) -> int:
         raise ABError("give one of --good REV and --good-from HISTORY")
     if options.good_from is not None and options.regressed_in is None:
         raise ABError("--good-from needs --regressed-in: that night's regressed tests say which night was good")
-    arguments, good = tuple(options.pytest_args), options.good
-    if options.regressed_in is not None:
-        tests = regressed_tests(options.regressed_in)
-        if not tests:
-            text = f"pytest-accel bisect: {options.regressed_in} has no regressed test: nothing to bisect\n"
-            if options.markdown is not None:
-                options.markdown.write_text(text, encoding="utf-8")
-            print(text, end="")
-            return 0
-        arguments = (*arguments, *tests)
-        if options.good_from is not None:
-            good = last_good_night(options.good_from, options.regressed_in, tests)
-            print(f"pytest-accel bisect: the newest night without these regressions measured {good}", file=sys.stderr)
-    if good is None:
-        raise ABError("give --good REV, or --good-from HISTORY with --regressed-in RESULTS")
     settings = BisectSettings(
-        pytest_args=arguments,
-        good=good,
+        pytest_args=tuple(options.pytest_args),
+        good=options.good or "",
         bad=options.bad,
         step_minutes=options.step_minutes,
         tries=options.tries,
         json=options.json,
         **shared,  # type: ignore[arg-type]
     )
+    if options.regressed_in is not None:
+        night = from_night(settings, options.regressed_in, options.good_from)
+        if isinstance(night, str):
+            return nothing_to_bisect(settings, night)
+        settings = night
+    if not settings.good:
+        raise ABError("give --good REV, or --good-from HISTORY with --regressed-in RESULTS")
     return _stopped_by_sigterm(lambda: run_bisect(settings), "bisect")
 
 
@@ -435,10 +428,10 @@ def _add_sitting_options(parser: argparse.ArgumentParser, out: str, max_pairs: i
         "--max-minutes",
         type=float,
         default=max_minutes,
-        help=f"wall-time budget; no sitting or pair starts past it ({max_minutes:g})",
+        help=f"wall-time budget; no pair (bisect: no sitting) starts past it ({max_minutes:g})",
     )
     parser.add_argument("--out", type=Path, default=Path(out), help=f"folder for results ({out})")
-    parser.add_argument("--markdown", type=Path, help="also write the table here (a CI job page)")
+    parser.add_argument("--markdown", type=Path, help="also write the answer (Markdown) here: a CI job page")
     parser.add_argument(
         "--measure-seconds",
         type=float,
@@ -491,7 +484,8 @@ def _add_bisect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
         "bisect",
         help="find the commit that made tests slower (exit 0 none, 1 found or narrowed, 125 undecided)",
         description="Measures --bad against --good (an ab sitting), then searches the first-parent commits "
-        "between them for each test that regressed: every step an ab sitting against the last good side, "
+        "between them for each test that got slower: every step an ab sitting against the good commit (or a culprit "
+        "already found, for the rest of a change), "
         "an undecided step measured again for longer, a commit that cannot be measured skipped and named. "
         "Each culprit is then measured against its parent, with the operators that changed.",
     )

@@ -115,9 +115,9 @@ class SequentialPlan:
     alpha: float = 0.02  # chance, over the whole sitting, that an interval misses the true ratio
     min_pairs: int = 3
     max_pairs: int = 40
-    # A bisect's step asks one question, whether a commit is slower by about the change searched for:
-    # set, "unchanged" means no slowdown beyond this (the interval's slow end within it, whatever its
-    # fast end; half the change, on the log scale). None: within the tolerance, both ways.
+    # A bisect's step asks one question, whether a commit is already slower: set, "unchanged" means no
+    # slowdown beyond this (the interval's slow end within it, whatever its fast end). None: within the
+    # tolerance, both ways.
     not_slower_than: float | None = None
 
     def __post_init__(self) -> None:
@@ -228,6 +228,11 @@ def judge_pairs(log_ratios: Sequence[float], plan: SequentialPlan, *, last: bool
         return PairedVerdict(Outcome.UNCHANGED, n, ratio, low, high, f"within ±{band}")
     if not last and n < plan.max_pairs:
         return PairedVerdict(Outcome.PENDING, n, ratio, low, high)
+    if plan.not_slower_than is not None:
+        limit_up = f"+{plan.not_slower_than:.1%}"
+        return PairedVerdict(
+            Outcome.INCONCLUSIVE, n, ratio, low, high, f"neither regressed nor clearly below {limit_up}"
+        )
     needed = plan.pairs_needed(log_ratios)
     hint = f"; about {needed} pairs at this noise would decide" if needed and needed > n else ""
     return PairedVerdict(Outcome.INCONCLUSIVE, n, ratio, low, high, f"straddles the ±{band} band{hint}")

@@ -7,7 +7,8 @@ Pure: no torch, no pytest. The layout, one file per night and device::
 Each file is an ``--accel-json`` result file, validated on the way in, whose provenance also names the
 commit, the runner and the run. A folder of plain files is what a git branch holds: the nightly keeps
 its history on a data branch, where nothing expires, and ``pytest-accel history`` reads the branch's
-checkout (or any folder of result files, at any depth).
+checkout (or any folder of result files, at any depth); a night's bisect starts at the newest earlier
+night that judged its regressed tests unchanged (``last_good_night``).
 
 Filing is atomic (storage/files.py: a temporary file renamed into place) and serialised by an
 exclusive ``flock`` on ``FOLDER/.pytest-accel.lock``, so two jobs filing into one folder at once
@@ -19,13 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import final
 
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.stats import median
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results, read_results, stamped_bytes
+from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.storage.files import StoreError, locked, write_atomically
 
 __all__ = [
@@ -38,8 +41,10 @@ __all__ = [
     "archive",
     "archive_name",
     "by_device",
+    "last_good_night",
     "night_of",
     "read_folder",
+    "regressed_tests",
     "result_paths",
 ]
 
@@ -180,3 +185,38 @@ def archive(source: Path, folder: Path, stamp: Stamp) -> tuple[Path, bool]:
     except OSError as error:
         raise HistoryError(f"{target}: cannot write: {error.strerror or error}") from None
     return target, True
+
+
+def regressed_tests(path: Path) -> list[str]:
+    """The tests a result file calls slower than their baseline (``ResultsError`` names a bad file): what a bisect
+    by time can search. Peak memory and what ran have their own diffs (ab's memory verdict; the structural record)."""
+    verdicts = load_results(path).verdicts
+    return sorted({test for (test, _), v in verdicts.items() if v is not None and v.time.outcome is Outcome.REGRESSED})
+
+
+_FAST = (Outcome.UNCHANGED, Outcome.IMPROVED)
+
+
+def last_good_night(history: Path, result_path: Path, tests: Sequence[str], usable: Callable[[str], bool]) -> str:
+    """The commit of the newest night of ``history``, on the result file's device and before it, whose time
+    verdict of every one of ``tests`` was unchanged or improved (a noisy night is no evidence of a fast one)
+    and whose commit is ``usable`` (an ancestor of the bad one): where a bisect of that file's regressions starts."""
+    tonight = load_results(result_path)
+    nights = []
+    for path in result_paths(history):
+        night = load_results(path)
+        commit = night.provenance.get("commit", "")
+        if night.device_key != tonight.device_key or not commit or (tonight.date and night.date >= tonight.date):
+            continue
+        verdicts: dict[str, list[VerdictRecord | None]] = {}
+        for (test, _), verdict in night.verdicts.items():
+            verdicts.setdefault(test, []).append(verdict)
+        fast = {t for t, vs in verdicts.items() if all(v is not None and v.time.outcome in _FAST for v in vs)}
+        if set(tests) <= fast and usable(commit):
+            nights.append((night.date, path.name, commit))
+    if not nights:
+        raise HistoryError(
+            f"{history}: no night on {tonight.device_key} before {tonight.date or result_path.name} judged "
+            f"{', '.join(tests)} unchanged or faster at an ancestor of the bad commit: give --good REV"
+        )
+    return max(nights)[2]
