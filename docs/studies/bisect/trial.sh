@@ -23,6 +23,7 @@ if [ "$busy" = busy ]; then
     done ) &
   sleep 20
 fi
+git rev-parse HEAD >"$out/code-commit"
 started=$SECONDS
 ( cd "$out/repo" && python -m pytest_accel bisect --good good --bad HEAD --json "$out/bisect.json" \
     --out "$out/bisect-out" -- perf_tests/test_attention.py --device cpu -k "sdpa and not backward" \
