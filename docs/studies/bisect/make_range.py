@@ -18,7 +18,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-SPIN = '''
+SPIN = """
 
 # planted by docs/studies/bisect/make_range.py: {what}
 import time as _time  # noqa: E402
@@ -36,14 +36,16 @@ def _spun(original, fraction):
         return result
 
     return slower
-'''
+"""
 PLANT = "\n_F.{name} = _spun(_F.{name}, {fraction})  # {what}\n"
 
 
 def git(folder: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "trial", "GIT_AUTHOR_EMAIL": "trial@example.com",
            "GIT_COMMITTER_NAME": "trial", "GIT_COMMITTER_EMAIL": "trial@example.com"}  # fmt: skip
-    return subprocess.run(["git", *args], cwd=folder, env=env, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=folder, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def commit(folder: Path, message: str) -> str:
