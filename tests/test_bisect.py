@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_ab import INI, KERNEL, TEST, assert_nothing_left, commit, git
 
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.judgement.results import Recorded, results_document
 from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.outputs.history_store import HistoryError, last_good_night, regressed_tests
-from tests.test_ab import INI, KERNEL, TEST, assert_nothing_left, commit, git
 
 # Tolerance 50%: the planted change triples the work, the pure-Python kernel moves ~27% a pair (test_ab.py).
 QUICK = ["--tolerance", "0.5", "--max-pairs", "20", "--step-minutes", "3"]
