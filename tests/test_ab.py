@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_accel.commands.ab import ABSettings, Sitting, _prepare_out
+from pytest_accel.commands.ab import ABSettings, Sitting, _prepare_out, deselected
 from pytest_accel.commands.absides import Side, Worker
 
 # A workload whose cost the commit decides: SLOW repeats the work (3x: clear at the first look).
@@ -473,3 +473,11 @@ def test_a_regression_says_which_operators_changed_with_a_trace_per_side(repo: P
         (trace,) = (repo / ".pytest-accel-ab" / "traces" / side).iterdir()
         assert trace.name.startswith("test_perf.py_test_work") and "traceEvents" in trace.read_text()
     assert_nothing_left(repo)
+
+
+def test_a_test_whose_id_starts_another_kept_ones_id_is_not_deselected() -> None:
+    """pytest deselects by prefix: deselecting t.py::test_work would drop t.py::test_work_fast too."""
+    tests = ["t.py::test_a", "t.py::test_work", "t.py::test_work_fast"]
+    assert deselected(tests, ["t.py::test_work_fast"]) == ["--deselect", "t.py::test_a"]
+    kept = deselected(tests, ["t.py::test_work"])
+    assert kept == ["--deselect", "t.py::test_a", "--deselect", "t.py::test_work_fast"]

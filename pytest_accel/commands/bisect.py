@@ -237,8 +237,8 @@ class Bisect:
         return sitting, readings
 
     def split(self, test: str, plan: SequentialPlan) -> SequentialPlan:
-        """A search step's plan for ``test``: good once the interval's slow end lies below the geometric middle
-        of 1 and the slow end's lower bound of the change searched for (never below the tolerance),
+        """A search step's plan for ``test``: good once the interval's slow end lies below the middle (log
+        scale) of no change and the lower bound of the change searched for, never below the tolerance,
         whatever its fast end; bad as ``ab`` calls regressed.
 
         One-sided: a step asks whether a commit is already slower, not whether it moved by 5% either
