@@ -422,7 +422,7 @@ def _share(finding: Finding, bisect: Bisect) -> str:
     """How much of the range's change a finding's culprit made, as far as the rest's sitting told."""
     whole = "the whole change" if finding.anchor == 0 else "the rest of the change"
     if finding.rest == "":
-        return whole if finding.culprit == len(bisect.commits) - 1 else "the rest not measured (budget)"
+        return whole if finding.culprit == len(bisect.commits) - 1 else f"the rest not measured ({bisect.stopped})"
     shares = {"good": whole, "bad": "part of it: a later step follows", "undecided": "part or all: the rest undecided"}
     return shares[finding.rest]
 
