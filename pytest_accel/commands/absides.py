@@ -69,11 +69,12 @@ def git(cwd: Path, *args: str) -> str:
         raise ABError(f"{error} (ab checks revisions out with git worktree)" if missing else str(error)) from None
 
 
-def commit_of(top: Path, rev: str) -> str:
+def commit_of(top: Path, rev: str, option: str = "--base/--head") -> str:
+    """The commit ``rev`` names; an ``ABError`` naming ``option`` when it names none."""
     try:
         return git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     except ABError:
-        raise ABError(f"--base/--head {rev!r}: not a revision of the repository at {top}") from None
+        raise ABError(f"{option} {rev!r}: not a revision of the repository at {top}") from None
 
 
 @contextlib.contextmanager

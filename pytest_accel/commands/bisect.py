@@ -35,6 +35,7 @@ from pytest_accel.commands.absides import (
     EXIT_REGRESSED,
     EXIT_USAGE,
     ABError,
+    commit_of,
     git,
 )
 from pytest_accel.core.measurement import short_names
@@ -356,17 +357,10 @@ def _prepare_out(out: Path) -> None:
             path.unlink()
 
 
-def _resolve(top: Path, option: str, rev: str) -> str:
-    try:
-        return git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-    except ABError:
-        raise ABError(f"{option} {rev!r}: not a revision of the repository at {top}") from None
-
-
 def _range(top: Path, good: str, bad: str) -> tuple[str, ...]:
     """The good commit and every first-parent commit after it up to the bad one, oldest first."""
 
-    good_sha, bad_sha = _resolve(top, "--good", good), _resolve(top, "--bad", bad)
+    good_sha, bad_sha = commit_of(top, good, "--good"), commit_of(top, bad, "--bad")
     try:
         git(top, "merge-base", "--is-ancestor", good_sha, bad_sha)
     except ABError:
@@ -387,7 +381,7 @@ def from_night(settings: BisectSettings, results: Path, history: Path | None) ->
     if history is None:
         return settings
     top = Path(git(settings.cwd, "rev-parse", "--show-toplevel")).resolve()
-    bad = _resolve(top, "--bad", settings.bad)
+    bad = commit_of(top, settings.bad, "--bad")
 
     def ancestor(commit: str) -> bool:
         try:
