@@ -312,3 +312,23 @@ def test_fresh_process_confirmation_can_be_turned_off(recorded: pytest.Pytester)
     result = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED, "-o", "accel_fresh_process_confirmation=false")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.no_fnmatch_line("*fresh process*")
+
+
+@pytest.mark.slow
+def test_a_figure_the_state_left_unjudged_waits_for_the_probes_not_only_the_cpu(recorded: pytest.Pytester) -> None:
+    """A 3x slowdown measured while the random gather reads 20x its recordings (the recordings edited):
+    noisy, as the state could explain it. The CPU share is no matter here (margin 1.0), so only the
+    state probes, timed while waiting, keep the figure from being measured again at once: the wait is
+    spent in vain, and the run says so."""
+    document = json.loads(baseline_file(recorded).read_text())
+    for state in document["entries"]["test_sleepy.py::test_sleep"]["throughput"]["run_states"]:
+        state["latency"] /= 20
+    baseline_file(recorded).write_text(json.dumps(document))
+    (recorded.path / "duration.txt").write_text("0.003")
+    floor = ("-o", "accel_state_noise_floor=0.10", "-o", "accel_quiet_wait_seconds=5")
+    result = recorded.runpytest(*OPTIONS, *floor, "--accel-json", "out.json")
+    result.assert_outcomes(passed=2)
+    reason = sleep_result(recorded)["verdict"]["time"]["reason"]
+    assert "the machine is in a state its baseline did not cover: a random gather took" in reason, reason
+    assert "s for quiet, in vain" in reason, reason
+    result.stdout.fnmatch_lines(["accel: waited * s of 5 for quiet (1 figure not judged): 0 judged after it, 1 still*"])

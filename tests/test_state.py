@@ -430,3 +430,16 @@ def test_a_workloads_fault_share_is_its_faults_at_the_fresh_probes_cost_per_faul
                     state_probes={"fresh": fresh}, fault_probe=("fresh", 1000), pipelined=True,
                     config=MeasureConfig(measure_seconds=0.05, round_seconds=0.01, min_rounds=5))  # fmt: skip
     assert FAULT_SHARE not in piped.state  # its producers fault in processes of their own
+
+
+def test_a_state_snapshot_reads_every_probe_as_a_measurement_records_it() -> None:
+    """What a wait for quiet compares with the recordings: the same probes, seconds per call, with the
+    reference kernel under ``compute`` (state_shift's denominator)."""
+    from pytest_accel.engine.devices.cpu import CpuDevice
+    from pytest_accel.engine.machine import state_probes
+    from pytest_accel.engine.sampling import state_snapshot
+
+    device = CpuDevice(threads=1)
+    state = state_snapshot(state_probes(device), device.timer())
+    assert set(state) == {"compute", "memory", "latency", "fresh"}
+    assert all(0 < seconds < 1 for seconds in state.values())

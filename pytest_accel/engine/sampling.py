@@ -56,7 +56,9 @@ from pytest_accel.core.units import format_seconds
 from pytest_accel.engine.devices.base import RegionTimer
 from pytest_accel.engine.modes import COLD_CALLS_PER_ROUND, ThrottleWatch, TimingMode, timed_calls
 
-__all__ = ["HostShareMeter", "MeasureConfig", "MeasurementError", "TimingMode", "check_finite", "measure"]
+__all__ = [
+    "HostShareMeter", "MeasureConfig", "MeasurementError", "TimingMode", "check_finite", "measure", "state_snapshot",
+]  # fmt: skip
 
 
 class MeasurementError(Exception):
@@ -555,3 +557,22 @@ class _StateProbes:
         """Median seconds per call of each probe, ``compute`` (the reference kernel's rounds) included."""
         state = {name: median(values) for name, values in self._samples.items() if values}
         return {"compute": median(compute), **state} if compute else state
+
+
+# Rounds of each state probe a snapshot takes (the median is its reading): one round can meet a burst.
+_SNAPSHOT_ROUNDS = 3
+
+
+def state_snapshot(
+    probes: Mapping[str, Callable[[], Any]],
+    timer: RegionTimer,
+    mark_step: Callable[[], None] = lambda: None,
+    config: MeasureConfig | None = None,
+) -> dict[str, float]:
+    """The machine's state now, as a measurement's ``state`` holds it: each probe's median seconds per
+    call over a few rounds, ``compute`` (the reference kernel, one of ``probes``) among them. Used while
+    waiting for quiet: cheap (a few of each probe's rounds), and comparable with the recorded states."""
+    sampler = _StateProbes(probes, timer, mark_step, config or MeasureConfig())
+    for _ in range(_SNAPSHOT_ROUNDS):
+        sampler.sample()
+    return sampler.medians([])

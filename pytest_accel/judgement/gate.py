@@ -18,11 +18,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
-from pytest_accel.core.measurement import FOREIGN_CPU, Measurement, display_name, pooled, throttle_problem
+from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement, display_name, pooled, throttle_problem
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.units import format_change, format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
+from pytest_accel.judgement.state import state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
     RECORD,
@@ -38,10 +39,12 @@ from pytest_accel.judgement.verdict import (
 __all__ = [
     "EXTEND_MEASUREMENTS",
     "REFUTED_LIMIT",
+    "Covered",
     "Gate",
     "GateMode",
     "GateResult",
     "Waited",
+    "covered",
     "failure_lines",
     "provenance_changes",
     "run_gate",
@@ -253,6 +256,23 @@ class GateMode:
     quiet_wait_seconds: float = 0.0
 
 
+# Whether a snapshot of the state probes (engine/sampling.py's state_snapshot) lies within what a
+# figure's recordings saw: a wait for quiet waits for that too.
+Covered = Callable[[Mapping[str, float]], bool]
+
+
+def covered(recorded: Sequence[Mapping[str, float]], policy: VerdictPolicy, first: Mapping[str, float]) -> Covered:
+    """Whether a state snapshot is within what ``recorded`` saw, as the verdict would weigh it: a shift
+    no larger than the one it lets widen an interval (``VerdictPolicy.state_limit``). The snapshot has
+    no share of page faults of its own: the figure's first measurement's (``first``) is used."""
+    share = {FAULT_SHARE: first[FAULT_SHARE]} if FAULT_SHARE in first else {}
+
+    def within(now: Mapping[str, float]) -> bool:
+        return state_shift({**now, **share}, recorded, policy.state_noise_floor).slower <= policy.state_limit
+
+    return within
+
+
 @final
 @dataclass(frozen=True)
 class Waited:
@@ -276,7 +296,7 @@ class Gate:
         gate_memory: bool,
         accept: Callable[[str], str] = lambda test: "pytest ... --accel-reset-history -k <this test>",
         verbose: bool = False,
-        quiet: Callable[[float, float], tuple[bool, float]] | None = None,
+        quiet: Callable[[float, float, Covered], tuple[bool, float]] | None = None,
     ) -> None:
         self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
         self._provenance = provenance
@@ -286,7 +306,9 @@ class Gate:
         self._accept = accept  # test id -> the command that records it anew, pasteable as printed
         self._verbose = verbose  # -v: the failure says the whole reasoning too
         self.refuted = 0  # suspects a fresh process refuted (measured unchanged or faster), so far in this run
-        self._quiet = quiet  # (target share of others, budget s) -> (quiet?, s waited); None: never wait
+        # (target share of others, budget s, whether a state snapshot is covered) -> (quiet?, s waited);
+        # None: never wait
+        self._quiet = quiet
         self.waits: list[Waited] = []  # figures that waited for quiet, in this run
         self._pooled: tuple[tuple[float, float] | None] | None = None  # the file's pooled run spread, once
 
@@ -307,7 +329,7 @@ class Gate:
         gate = judged(measurement)
         short = gate.time.abstention
         if entry is not None and short is not None and short.waits and self._quiet is not None and not mode.update:
-            gate = self._after_quiet(test, gate, entry, policy.foreign_cpu_margin, lambda: judged(remeasure()))
+            gate = self._after_quiet(test, gate, entry, policy, measurement, lambda: judged(remeasure()))
         if mode.fresh_process is not None and not mode.update:
             if gate.time.outcome is Outcome.REGRESSED:
                 time, asked = self._confirm_in_fresh_process(test, measurement.name, gate.time)
@@ -319,11 +341,18 @@ class Gate:
         return replace(gate, failure=None if why is None else self._message(test, gate, entry, why), baseline=entry)
 
     def _after_quiet(
-        self, test: str, gate: GateResult, entry: BaselineEntry, margin: float, again: Callable[[], GateResult]
+        self,
+        test: str,
+        gate: GateResult,
+        entry: BaselineEntry,
+        policy: VerdictPolicy,
+        first: Measurement,
+        again: Callable[[], GateResult],
     ) -> GateResult:
         """A figure that abstained for a cause that may pass, judged ``again`` (measured anew) once other
-        processes use no more of the host than its recordings saw (plus ``margin``), within what is left
-        of the run's waiting budget.
+        processes use no more of the host than its recordings saw (plus the policy's margin) and the
+        state probes are back within what they saw (``covered``), within what is left of the run's
+        waiting budget.
 
         A neighbour that leaves (a build, another job) then costs a wait instead of the figure; one that
         stays leaves the abstention as it was, saying that it waited.
@@ -331,7 +360,9 @@ class Gate:
         assert self._quiet is not None
         recorded = max((state[FOREIGN_CPU] for state in entry.run_states if FOREIGN_CPU in state), default=0.0)
         left = self._mode.quiet_wait_seconds - sum(w.seconds for w in self.waits)
-        quiet, seconds = self._quiet(recorded + margin, max(left, 0.0))
+        quiet, seconds = self._quiet(
+            recorded + policy.foreign_cpu_margin, max(left, 0.0), covered(entry.run_states, policy, first.state)
+        )
         if not quiet:
             self.waits.append(Waited(test, seconds, None))
             said = f"waited {seconds:.0f} s for quiet, in vain" if seconds else "the run's wait for quiet was spent"

@@ -166,6 +166,11 @@ class VerdictPolicy:
         if self.noisy_spread_factor < 1 or self.probe_drift_limit <= 1:
             raise ValueError("noisy_spread_factor must be >= 1 and probe_drift_limit > 1")
 
+    @property
+    def state_limit(self) -> float:
+        """The state shift (log) above which a slowdown the state could explain is not judged."""
+        return self.state_shift_limit if self.state_shift_limit is not None else math.log1p(self.tolerance)
+
 
 @final
 @dataclass(frozen=True)
@@ -458,10 +463,9 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
         shift = state_shift(current.state, _covered_states(current, baseline, policy), policy.state_noise_floor)
     pooled = baseline.pooled_spread if runs else None
     ratio, half_width = _ratio_interval(now, then, runs, policy, pooled)
-    limit = policy.state_shift_limit if policy.state_shift_limit is not None else math.log1p(policy.tolerance)
     beyond_state = ""
     ruled_out: list[str] = []
-    if ratio > 1 + policy.tolerance and shift.slower > limit:
+    if ratio > 1 + policy.tolerance and shift.slower > policy.state_limit:
         # The shift bounds how much slower the machine's state could make a workload bound by that
         # probe's resource; a slowdown beyond the tolerance even with all of it (and the interval)
         # taken off is not the machine's: a flash -> math fallback read +160% to +1500% while the
