@@ -379,7 +379,9 @@ class Sitting:
                 line = absent_line("the head's profile has no operator table (no torch operation, or it failed)")
                 self.tracks[key].operators = (line,)
             else:
-                self.tracks[key].operators = tuple(explain(base.operators, head.operators))
+                verdict = self.tracks[key].verdict
+                measured = verdict.ratio if verdict.outcome is Outcome.REGRESSED else None
+                self.tracks[key].operators = tuple(explain(base.operators, head.operators, measured))
 
     def exit_code(self) -> int:
         outcomes = [(t.verdict.outcome, t.verdict.reason) for t in self.tracks.values()]

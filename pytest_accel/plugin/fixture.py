@@ -313,7 +313,9 @@ class Throughput:
             lines = [note]
         else:
             baseline = judgement.baseline
-            lines = [*explain(None if baseline is None else baseline.operators, table), *([note] if note else [])]
+            then = None if baseline is None else baseline.operators
+            measured = judgement.time.ratio if judgement.time.outcome is Outcome.REGRESSED else None
+            lines = [*explain(then, table, measured), *([note] if note else [])]
             result = replace(result, operators=table.top())
             if trace is not None:
                 plan.on_trace(trace)
