@@ -148,7 +148,7 @@ class CountedWithFlush:
 def test_a_cold_figure_leaves_the_flush_buffer_out_of_its_peak_and_flushes_every_timed_call() -> None:
     device = CountedWithFlush(workload_bytes=3 * 2**20, flush_bytes=60 * 2**20)
 
-    def unchanged(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
+    def unchanged(first: Measurement, again: Callable[[], Measurement], state: object) -> GateResult:
         return GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,))
 
     fixture = Throughput(

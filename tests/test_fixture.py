@@ -41,7 +41,7 @@ class FakeBenchmark:
 
 
 def make(
-    judge: Callable[[Measurement, Callable[[], Measurement]], GateResult] | None = None,
+    judge: Callable[..., GateResult] | None = None,
     benchmark: FakeBenchmark | None = None,
     config: MeasureConfig = FAST,
     **kwargs: Any,
@@ -53,7 +53,7 @@ def make(
         recorded.append((measurement, verdict))
         return measurement
 
-    def unchanged(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
+    def unchanged(first: Measurement, again: Callable[[], Measurement], state: object) -> GateResult:
         return GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,))
 
     fixture = Throughput(
@@ -105,7 +105,7 @@ def test_the_benchmark_fixture_receives_the_rounds() -> None:
 def test_a_regression_reports_the_last_remeasurement_and_fails_with_the_judges_message() -> None:
     taken: list[Measurement] = []
 
-    def regressed(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
+    def regressed(first: Measurement, again: Callable[[], Measurement], state: object) -> GateResult:
         second = again()
         taken.append(second)
         return GateResult(
@@ -140,10 +140,29 @@ def test_one_name_per_measurement() -> None:
     assert fixture(work, items=1, unit="calls", name="again").name == "again"
 
 
+def test_the_judge_can_read_the_state_probes_now_and_none_when_they_are_off() -> None:
+    """What a wait for quiet reads: the fixture's own probes (the reference kernel among them), with the
+    test's settings; nothing when its state probes are off (the host's share then decides alone)."""
+    read: list[dict[str, float]] = []
+
+    def judge(
+        first: Measurement, again: Callable[[], Measurement], state: Callable[[], dict[str, float]]
+    ) -> GateResult:
+        read.append(state())
+        return GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,))
+
+    fixture, _ = make(judge=judge)
+    fixture(work, items=1, unit="tiles")
+    assert set(read[0]) == {"compute", "memory", "latency", "fresh"} and min(read[0].values()) > 0
+    fixture, _ = make(judge=judge, config=replace(FAST, state_probes=False))
+    fixture(work, items=1, unit="tiles")
+    assert read[1] == {}
+
+
 def test_disabled_runs_once_unjudged_and_still_checks_the_output() -> None:
     calls: list[int] = []
 
-    def never(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
+    def never(first: Measurement, again: Callable[[], Measurement], state: object) -> GateResult:
         raise AssertionError("a disabled run is not judged")
 
     fixture, recorded = make(judge=never, benchmark=FakeBenchmark(disabled=True))
@@ -212,7 +231,7 @@ def test_an_allocator_counted_peak_leaves_out_the_probes_buffers() -> None:
     device = AllocatorCounted(workload_bytes=5 * 2**20)
     recorded: list[Measurement] = []
 
-    def unchanged(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
+    def unchanged(first: Measurement, again: Callable[[], Measurement], state: object) -> GateResult:
         return GateResult(Verdict(Outcome.UNCHANGED, "time", "same"), None, (first,))
 
     fixture = Throughput(
@@ -226,7 +245,7 @@ def test_an_allocator_counted_peak_leaves_out_the_probes_buffers() -> None:
     assert fixture(work, items=1, unit="calls").peak_memory_bytes == 5 * 2**20
 
 
-def _regressed(first: Measurement, again: Callable[[], Measurement]) -> GateResult:
+def _regressed(first: Measurement, again: Callable[[], Measurement], state: object) -> GateResult:
     return GateResult(
         Verdict(Outcome.REGRESSED, "time", "slower"),
         None,

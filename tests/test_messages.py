@@ -212,7 +212,9 @@ def test_what_ran_is_one_line_when_the_operator_diff_already_names_the_change() 
     """The flash -> math fallback under a timed regression: the operator diff names the operators that
     moved, in one line; the structural record then adds only what the diff cannot say (a graph break),
     and lists everything under -v."""
-    from pytest_accel.core.operator_table import in_one_line
+    from test_operators import table
+
+    from pytest_accel.core.operator_table import explain, in_one_line
     from pytest_accel.plugin.fixture import _what_ran_changed
 
     diff = [
@@ -224,6 +226,11 @@ def test_what_ran_is_one_line_when_the_operator_diff_already_names_the_change() 
     assert in_one_line(diff) == (
         "operators (+3.55 ms per call): aten::_scaled_do…ttention_for_cpu: 4.67 ms (1 call) -> gone; 2 more (-v)"
     )
+    nothing = ["operators (host self time per call, 10 and 10 calls profiled): total 6.1 ms -> 6.12 ms (+20 us)",
+               f"  {NOTHING_MOVED}"]  # fmt: skip
+    assert in_one_line(nothing) == "operators (+20 us per call): no operator moved enough to name (-v)"
+    other_way = explain(table(("aten::bmm", 1, 11600.0)), table(("aten::bmm", 1, 9600.0)), measured=1.123)
+    assert in_one_line(other_way) == "operators (-2 ms per call): the profile moved the other way (-v)"
     counts = ("graph breaks 0 -> 1", "aten::mul calls per call 4 -> 8", "... and 17 more change(s)")
     assert _what_ran_changed(counts, diff) == ["what ran changed too: graph breaks 0 -> 1"]
     assert _what_ran_changed(counts[1:], diff) == []  # the diff said it all

@@ -239,7 +239,7 @@ def explain(then: OperatorProfile | None, now: OperatorProfile, measured: float 
         f"total {_time(total_then)} -> {_time(total_now)} ({_signed(total_now - total_then)})"
     )
     if measured is not None and total_then > 0 and _against(total_now / total_then, measured):
-        return [head, f"  {disagrees(total_now / total_then, measured)}"]
+        return [head, f"  {_disagrees(total_now / total_then, measured)}"]
     floor = min((row.time_us(on_device) for row in then.rows), default=0.0)
     now_floor = min((row.time_us(on_device) for row in now.rows), default=0.0)
     least = _LISTED_SHARE * max(total_then, total_now)
@@ -299,17 +299,28 @@ def explain(then: OperatorProfile | None, now: OperatorProfile, measured: float 
     return lines
 
 
+# A profile's total that moved this much the other way to the judged figure names no operator.
+_AGAINST = 0.01
+
+
 def _against(profiled: float, measured: float) -> bool:
-    """Whether a profile's total ratio moved the other way to the measured ratio, by the listing share."""
-    return (measured > 1 and profiled <= 1 - _LISTED_SHARE) or (measured < 1 and profiled >= 1 + _LISTED_SHARE)
+    """Whether a profile's total ratio moved the other way to the judged figure's ratio."""
+    return (measured > 1 and profiled <= 1 - _AGAINST) or (measured < 1 and profiled >= 1 + _AGAINST)
 
 
-def disagrees(profiled: float, measured: float) -> str:
-    """The line said instead of operator rows when the profile moved the other way to the measurement."""
+_OTHER_WAY = "the profile moved the other way"
+
+
+def _disagrees(profiled: float, measured: float) -> str:
+    """The row said instead of operator rows when the profile moved the other way to the judged figure."""
     return (
-        f"the profile moved the other way ({format_percent_change(profiled)} in all, the figure "
-        f"{format_percent_change(measured)}): too few profiled calls, or too busy a machine, to name operators"
+        f"{_OTHER_WAY} ({format_percent_change(profiled)} in all, the figure {format_percent_change(measured)}): "
+        "too few profiled calls, or too busy a machine, to name operators"
     )
+
+
+# A diff's rows that name no operator, in the few words of a one-line failure (the whole row: -v).
+_IN_FEW_WORDS = {NOTHING_MOVED: "no operator moved enough to name", _OTHER_WAY: "the profile moved the other way"}
 
 
 def in_one_line(lines: Sequence[str], width: int = 118) -> str:
@@ -320,8 +331,11 @@ def in_one_line(lines: Sequence[str], width: int = 118) -> str:
     if not rows:
         return head
     delta = head.rpartition("(")[2].rstrip(")") if head.endswith(")") else ""  # the total's change: "+3.55 ms"
-    changes = [_short_operator(row.strip()) for row in rows if not row.strip().startswith("... ")]
     head = f"operators ({delta} per call):" if delta else "operators:"
+    notes = [few for row in rows for start, few in _IN_FEW_WORDS.items() if row.strip().startswith(start)]
+    if notes:
+        return f"{head} {notes[0]} (-v)"
+    changes = [_short_operator(row.strip()) for row in rows if not row.strip().startswith("... ")]
     return joined_to_fit(head, changes, width, unlisted=sum(_smaller(row) for row in rows))
 
 

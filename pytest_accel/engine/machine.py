@@ -207,24 +207,25 @@ QUIET_WINDOW_SECONDS = 2.0
 def wait_for_quiet(
     target: float,
     budget: float,
+    settled: Callable[[], bool] | None = None,
+    *,
     window: float = QUIET_WINDOW_SECONDS,
     meter: Callable[[], HostShare] = HostShare,
     sleep: Callable[[float], None] = time.sleep,
-    settled: Callable[[], bool] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[bool, float]:
-    """Wait, idle, until other processes use at most ``target`` of the host's CPU over a ``window`` and,
-    where ``settled`` is given, the machine's state is back within what the figure's recordings saw
-    (``settled()`` times the state probes; that time counts as waiting), or ``budget`` seconds are
-    spent: (whether it got quiet, the seconds waited). Unknown shares (no /proc) end the wait at once:
-    nothing could tell quiet from busy.
+    """Wait until other processes use at most ``target`` of the host's CPU over a ``window`` (sleeping)
+    and, where ``settled`` is given, the machine's state is back within what the figure's recordings
+    saw (``settled()`` runs the state probes: their time counts as waiting, and the last one's is kept
+    free in the budget), or ``budget`` seconds are spent: (whether it got quiet, the seconds waited).
+    Unknown shares (no /proc) end the wait at once, the state unread: nothing could tell quiet from busy.
 
     The state matters as much as the CPU: on the 2-core VM the random gather read 1.5-2x its
     recorded time, in bursts of 10-40 s, with no other process on the host (docs/studies/quiet-wait):
     a figure measured again at once met the same burst.
     """
-    waited = 0.0
-    while waited + window <= budget:
+    waited, checking = 0.0, 0.0
+    while waited + window + checking <= budget:
         share = meter()
         share.start()
         sleep(window)
@@ -238,7 +239,8 @@ def wait_for_quiet(
             return True, waited
         began = clock()
         calm = settled()
-        waited += clock() - began
+        checking = clock() - began
+        waited += checking
         if calm:
             return True, waited
     return False, waited

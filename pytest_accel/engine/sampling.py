@@ -57,7 +57,13 @@ from pytest_accel.engine.devices.base import RegionTimer
 from pytest_accel.engine.modes import COLD_CALLS_PER_ROUND, ThrottleWatch, TimingMode, timed_calls
 
 __all__ = [
-    "HostShareMeter", "MeasureConfig", "MeasurementError", "TimingMode", "check_finite", "measure", "state_snapshot",
+    "HostShareMeter",
+    "MeasureConfig",
+    "MeasurementError",
+    "StateSnapshot",
+    "TimingMode",
+    "check_finite",
+    "measure",
 ]  # fmt: skip
 
 
@@ -553,9 +559,10 @@ class _StateProbes:
             _timed_round(probe, calls, self._timer, self._mark_step)
             self._samples[name].append(_check_duration(self._timer.stop(), f"{name} probe round") / calls)
 
-    def medians(self, compute: list[float]) -> dict[str, float]:
-        """Median seconds per call of each probe, ``compute`` (the reference kernel's rounds) included."""
-        state = {name: median(values) for name, values in self._samples.items() if values}
+    def medians(self, compute: list[float], last: int = 0) -> dict[str, float]:
+        """Median seconds per call of each probe (over its ``last`` rounds; 0: all), ``compute`` (the
+        reference kernel's rounds) included."""
+        state = {name: median(values[-last:]) for name, values in self._samples.items() if values}
         return {"compute": median(compute), **state} if compute else state
 
 
@@ -563,16 +570,23 @@ class _StateProbes:
 _SNAPSHOT_ROUNDS = 3
 
 
-def state_snapshot(
-    probes: Mapping[str, Callable[[], Any]],
-    timer: RegionTimer,
-    mark_step: Callable[[], None] = lambda: None,
-    config: MeasureConfig | None = None,
-) -> dict[str, float]:
-    """The machine's state now, as a measurement's ``state`` holds it: each probe's median seconds per
-    call over a few rounds, ``compute`` (the reference kernel, one of ``probes``) among them. Used while
-    waiting for quiet: cheap (a few of each probe's rounds), and comparable with the recorded states."""
-    sampler = _StateProbes(probes, timer, mark_step, config or MeasureConfig())
-    for _ in range(_SNAPSHOT_ROUNDS):
-        sampler.sample()
-    return sampler.medians([])
+@final
+class StateSnapshot:
+    """The machine's state now, as a measurement's ``state`` holds it, on demand (``take``): each probe's
+    median seconds per call over its last few rounds, the reference kernel (``compute``, one of
+    ``probes``) among them. Used while waiting for quiet; its probes are warmed up and sized once."""
+
+    def __init__(
+        self,
+        probes: Mapping[str, Callable[[], Any]],
+        timer: RegionTimer,
+        mark_step: Callable[[], None] = lambda: None,
+        config: MeasureConfig | None = None,
+    ) -> None:
+        self._sampler = _StateProbes(probes, timer, mark_step, config or MeasureConfig())
+
+    def take(self) -> dict[str, float]:
+        """A few rounds of each probe now; their medians."""
+        for _ in range(_SNAPSHOT_ROUNDS):
+            self._sampler.sample()
+        return self._sampler.medians([], last=_SNAPSHOT_ROUNDS)

@@ -23,7 +23,7 @@ from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.units import format_change, format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
-from pytest_accel.judgement.state import state_shift
+from pytest_accel.judgement.state import StateShift, state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
     RECORD,
@@ -39,15 +39,14 @@ from pytest_accel.judgement.verdict import (
 __all__ = [
     "EXTEND_MEASUREMENTS",
     "REFUTED_LIMIT",
-    "Covered",
     "Gate",
     "GateMode",
     "GateResult",
     "Waited",
-    "covered",
     "failure_lines",
     "provenance_changes",
     "run_gate",
+    "shift_from",
     "with_fresh_confirmation",
 ]
 
@@ -256,21 +255,14 @@ class GateMode:
     quiet_wait_seconds: float = 0.0
 
 
-# Whether a snapshot of the state probes (engine/sampling.py's state_snapshot) lies within what a
-# figure's recordings saw: a wait for quiet waits for that too.
-Covered = Callable[[Mapping[str, float]], bool]
-
-
-def covered(recorded: Sequence[Mapping[str, float]], policy: VerdictPolicy, first: Mapping[str, float]) -> Covered:
-    """Whether a state snapshot is within what ``recorded`` saw, as the verdict would weigh it: a shift
-    no larger than the one it lets widen an interval (``VerdictPolicy.state_limit``). The snapshot has
-    no share of page faults of its own: the figure's first measurement's (``first``) is used."""
+def shift_from(
+    recorded: Sequence[Mapping[str, float]], policy: VerdictPolicy, first: Mapping[str, float]
+) -> Callable[[Mapping[str, float]], StateShift]:
+    """How far a snapshot of the state probes lies outside what ``recorded`` saw, as the verdict weighs
+    it (``state_shift``). A snapshot has no share of page faults of its own: the figure's first
+    measurement's (``first``) is used."""
     share = {FAULT_SHARE: first[FAULT_SHARE]} if FAULT_SHARE in first else {}
-
-    def within(now: Mapping[str, float]) -> bool:
-        return state_shift({**now, **share}, recorded, policy.state_noise_floor).slower <= policy.state_limit
-
-    return within
+    return lambda now: state_shift({**now, **share}, recorded, policy.state_noise_floor)
 
 
 @final
@@ -281,6 +273,32 @@ class Waited:
     test: str
     seconds: float  # waited for this figure (0: the run's budget was spent before it)
     outcome: Outcome | None  # the verdict measured after the host was quiet; None: it never got quiet
+
+
+_WAIT_SPENT = "the run's wait for quiet was spent"
+
+
+@final
+class _Settle:
+    """Whether the machine's state is settled now: the state probes read now (``state_now``) shifted no
+    further from the recordings (``shift``) than the verdict lets widen an interval (``limit``). Keeps
+    the last unsettled reading in a few words, for a wait in vain. Probes that could not be read
+    settle at once: the host's share of other processes decides alone."""
+
+    def __init__(
+        self,
+        shift: Callable[[Mapping[str, float]], StateShift],
+        state_now: Callable[[], Mapping[str, float]],
+        limit: float,
+    ) -> None:
+        self._shift, self._state_now, self._limit = shift, state_now, limit
+        self.unsettled = ""
+
+    def __call__(self) -> bool:
+        now = self._state_now()
+        shift = self._shift(now) if now else StateShift()
+        self.unsettled = shift.short_slower if shift.slower > self._limit else ""
+        return not self.unsettled
 
 
 @final
@@ -296,7 +314,7 @@ class Gate:
         gate_memory: bool,
         accept: Callable[[str], str] = lambda test: "pytest ... --accel-reset-history -k <this test>",
         verbose: bool = False,
-        quiet: Callable[[float, float, Covered], tuple[bool, float]] | None = None,
+        quiet: Callable[[float, float, Callable[[], bool] | None], tuple[bool, float]] | None = None,
     ) -> None:
         self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
         self._provenance = provenance
@@ -306,16 +324,22 @@ class Gate:
         self._accept = accept  # test id -> the command that records it anew, pasteable as printed
         self._verbose = verbose  # -v: the failure says the whole reasoning too
         self.refuted = 0  # suspects a fresh process refuted (measured unchanged or faster), so far in this run
-        # (target share of others, budget s, whether a state snapshot is covered) -> (quiet?, s waited);
+        # (target share of others, budget s, whether the state is settled now) -> (quiet?, s waited);
         # None: never wait
         self._quiet = quiet
         self.waits: list[Waited] = []  # figures that waited for quiet, in this run
         self._pooled: tuple[tuple[float, float] | None] | None = None  # the file's pooled run spread, once
 
     def judge(
-        self, test: str, measurement: Measurement, policy: VerdictPolicy, remeasure: Callable[[], Measurement]
+        self,
+        test: str,
+        measurement: Measurement,
+        policy: VerdictPolicy,
+        remeasure: Callable[[], Measurement],
+        state_now: Callable[[], Mapping[str, float]] = dict,
     ) -> GateResult:
-        """Judge ``measurement`` of ``test``, confirming a suspected regression before it fails."""
+        """Judge ``measurement`` of ``test``, confirming a suspected regression before it fails.
+        ``state_now``: the state probes read now (empty: not known), for a wait for quiet."""
         mode = self._mode
         entry = self._entries().get((test, measurement.name))
         confirmations = 0 if mode.update else mode.confirmations
@@ -329,7 +353,8 @@ class Gate:
         gate = judged(measurement)
         short = gate.time.abstention
         if entry is not None and short is not None and short.waits and self._quiet is not None and not mode.update:
-            gate = self._after_quiet(test, gate, entry, policy, measurement, lambda: judged(remeasure()))
+            settle = _Settle(shift_from(entry.run_states, policy, measurement.state), state_now, policy.state_limit)
+            gate = self._after_quiet(test, gate, entry, policy.foreign_cpu_margin, settle, lambda: judged(remeasure()))
         if mode.fresh_process is not None and not mode.update:
             if gate.time.outcome is Outcome.REGRESSED:
                 time, asked = self._confirm_in_fresh_process(test, measurement.name, gate.time)
@@ -345,14 +370,13 @@ class Gate:
         test: str,
         gate: GateResult,
         entry: BaselineEntry,
-        policy: VerdictPolicy,
-        first: Measurement,
+        margin: float,
+        settle: _Settle,
         again: Callable[[], GateResult],
     ) -> GateResult:
         """A figure that abstained for a cause that may pass, judged ``again`` (measured anew) once other
-        processes use no more of the host than its recordings saw (plus the policy's margin) and the
-        state probes are back within what they saw (``covered``), within what is left of the run's
-        waiting budget.
+        processes use no more of the host than its recordings saw (plus ``margin``) and the state probes
+        are back within what they saw (``settle``), within what is left of the run's waiting budget.
 
         A neighbour that leaves (a build, another job) then costs a wait instead of the figure; one that
         stays leaves the abstention as it was, saying that it waited.
@@ -360,12 +384,13 @@ class Gate:
         assert self._quiet is not None
         recorded = max((state[FOREIGN_CPU] for state in entry.run_states if FOREIGN_CPU in state), default=0.0)
         left = self._mode.quiet_wait_seconds - sum(w.seconds for w in self.waits)
-        quiet, seconds = self._quiet(
-            recorded + policy.foreign_cpu_margin, max(left, 0.0), covered(entry.run_states, policy, first.state)
-        )
+        quiet, seconds = self._quiet(recorded + margin, max(left, 0.0), settle)
         if not quiet:
             self.waits.append(Waited(test, seconds, None))
-            said = f"waited {seconds:.0f} s for quiet, in vain" if seconds else "the run's wait for quiet was spent"
+            still = f" (the state probes last read: {settle.unsettled})" if settle.unsettled else ""
+            said = (
+                f"waited {seconds:.0f} s for quiet, in vain{still}" if seconds else "the run's wait for quiet was spent"
+            )
             return replace(gate, time=replace(gate.time, reason=f"{gate.time.reason}; {said}"))
         result = again()
         self.waits.append(Waited(test, seconds, result.time.outcome))

@@ -37,7 +37,14 @@ from pytest_accel.engine.devices.base import (
 )
 from pytest_accel.engine.machine import FRESH_FAULT_PROBE, HostShare, state_probe_bytes, state_probes
 from pytest_accel.engine.profiling import TraceError, profile_operators
-from pytest_accel.engine.sampling import MeasureConfig, MeasurementError, TimingMode, check_finite, measure
+from pytest_accel.engine.sampling import (
+    MeasureConfig,
+    MeasurementError,
+    StateSnapshot,
+    TimingMode,
+    check_finite,
+    measure,
+)
 from pytest_accel.engine.structure import CompileWatch, take_structure
 from pytest_accel.judgement.gate import GateResult
 from pytest_accel.judgement.structures import RECORD_HINT, StructureVerdict
@@ -55,7 +62,8 @@ STRUCTURE_WARMUP_CALLS = 3
 __all__ = ["STRUCTURE_WARMUP_CALLS", "Judge", "OperatorPlan", "Record", "StructurePlan", "Throughput"]
 
 # judge(measurement, remeasure) -> the gate's judgement; remeasure() takes the same measurement again.
-Judge = Callable[[Measurement, Callable[[], Measurement]], GateResult]
+# (the first measurement, a re-measurement, the state probes now) -> the verdicts
+Judge = Callable[[Measurement, Callable[[], Measurement], Callable[[], dict[str, float]]], GateResult]
 # record(measurement, verdict) -> the measurement as reported (with added figures), attached to the test.
 Record = Callable[[Measurement, VerdictRecord | None], Measurement]
 
@@ -199,6 +207,7 @@ class Throughput:
         self._items_scale = items_scale  # under torchrun: every rank's items count (the world size)
         self._xdist_workers = xdist_workers  # > 0 when this process is an xdist worker: refused
         self._probes: dict[str, Callable[[], Any]] | None = None  # the machine-state probes, made once
+        self._snapshot: StateSnapshot | None = None  # the probes read while waiting for quiet
         self._operators = operators
         self._structure = structure if structure is not None and not structure.off else None
         self._flush: CacheFlush | None = None  # the cold mode's buffer, made by the first cold measurement
@@ -276,7 +285,7 @@ class Throughput:
         started = time.perf_counter()
         first = take()
         self._warn_if_slow(first, time.perf_counter() - started, name)
-        judgement = self._judge(first, take)
+        judgement = self._judge(first, take, self._state_now)
         result, record, failure = self._explain(fn, judgement)
         record, failure = self._structural(fn, result.seconds_per_call, name, record, failure)
         self._feed_benchmark(result)
@@ -314,7 +323,8 @@ class Throughput:
         else:
             baseline = judgement.baseline
             then = None if baseline is None else baseline.operators
-            measured = judgement.time.ratio if judgement.time.outcome is Outcome.REGRESSED else None
+            judged = judgement.time.outcome in (Outcome.REGRESSED, Outcome.IMPROVED)
+            measured = judgement.time.ratio if judged else None
             lines = [*explain(then, table, measured), *([note] if note else [])]
             result = replace(result, operators=table.top())
             if trace is not None:
@@ -483,6 +493,23 @@ class Throughput:
             flush=self._flush.flush if cold and self._flush is not None else None,
             clock=self._clock.read if watched else None,
         )
+
+    def _state_now(self) -> dict[str, float]:
+        """The state probes now, for a wait for quiet: empty when they are off or cannot run (the host's
+        share of other processes then decides alone)."""
+        if not self._config.state_probes or not self._probes:
+            return {}
+        if self._snapshot is None:
+            self._snapshot = StateSnapshot(self._probes, self._device.timer(), self._device.mark_step, self._config)
+        try:
+            return self._snapshot.take()
+        except MeasurementError:
+            return {}
+        except (MemoryError, RuntimeError) as error:
+            if self._device.out_of_memory(error) is None:
+                raise
+            self._device.empty_cache()
+            return {}
 
     def _make_probes(self) -> dict[str, Callable[[], Any]]:
         """The machine-state probes; none when their buffers cannot be had (the measurement is then unprobed).

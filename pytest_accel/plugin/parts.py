@@ -9,7 +9,7 @@ A stored file that cannot be read, or a device that was asked for and is not the
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import final
 
@@ -19,12 +19,11 @@ from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
 from pytest_accel.engine.devices.base import Device, RegionTimer
 from pytest_accel.engine.distributed import Coordinator, DistributedTimer, world_from_environment
-from pytest_accel.engine.machine import state_probes, wait_for_quiet
-from pytest_accel.engine.sampling import state_snapshot
+from pytest_accel.engine.machine import wait_for_quiet
 from pytest_accel.engine.structure import structure_key
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.confirm import ChildSettings, accept_command, in_fresh_process, inherited_options
-from pytest_accel.judgement.gate import Covered, Gate, Waited
+from pytest_accel.judgement.gate import Gate, Waited
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.ranks import RankAgreement
@@ -101,31 +100,9 @@ class RunParts:
             self._gate = Gate(
                 self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory,
                 lambda test: self.accept(test, "--accel-reset-history"), self.config.option.verbose > 0,
-                quiet=self._wait_for_quiet if may_spawn else None,  # a confirmation child measures at once
+                quiet=wait_for_quiet if may_spawn else None,  # a confirmation child measures at once
             )  # fmt: skip
         return self._gate
-
-    def _wait_for_quiet(self, target: float, budget: float, within: Covered) -> tuple[bool, float]:
-        """Wait until other processes' share of the host is at most ``target`` and a snapshot of the state
-        probes is ``within`` the figure's recordings (probes that cannot be had: the share alone)."""
-        device = self.device()
-        probes: dict[str, Callable[[], object]] = {}
-
-        def settled() -> bool:
-            if not probes:
-                try:
-                    probes.update(state_probes(device))
-                except (MemoryError, RuntimeError) as error:
-                    if device.out_of_memory(error) is None:
-                        raise
-                    device.empty_cache()
-                    return True  # nothing known of the state: the share decides, as without probes
-            return within(state_snapshot(probes, device.timer(), device.mark_step))
-
-        try:
-            return wait_for_quiet(target, budget, settled=settled)
-        finally:
-            probes.clear()
 
     def waits(self) -> list[Waited]:
         """The figures this run's gate waited for quiet for (none when it judged nothing)."""

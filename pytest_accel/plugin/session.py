@@ -76,7 +76,7 @@ class AccelSession:
             config=config,
             benchmark=benchmark,
             timer=lambda metric: parts.timer(item.nodeid, metric),
-            judge=lambda first, again: parts.gate().judge(item.nodeid, first, policy, again),
+            judge=lambda first, again, state: parts.gate().judge(item.nodeid, first, policy, again, state),
             record=lambda measurement, verdict: self._record(item, measurement, verdict),
             items_scale=parts.world_size,
             xdist_workers=_xdist_workers(self.config),
