@@ -215,12 +215,7 @@ NOTHING_MOVED = (
 def explain(then: OperatorProfile | None, now: OperatorProfile, measured: float | None = None) -> list[str]:
     """Lines that say which operators changed from ``then`` (a baseline's table) to ``now``.
 
-    ``measured``: the figure's own ratio (now over then, > 1 slower), where it was judged. A profile
-    whose total moved by 1% or more the other way says so instead of naming operators: its rows are
-    the profile's noise, not the change. Beside a second perf job on the 2-core VM, 10 profiled calls
-    a side read a math SDPA kernel's total -17% (bmm -2 ms) while it was +12% slower
-    (docs/studies/bisect, raw/busy-3.log).
-
+    ``measured`` (the judged figure's ratio): a profile whose total moved 1% the other way names no operator.
     ``now`` is complete when the fixture took it; when it was read from a file it is cut like
     ``then``, and an operator missing from it is "gone or under" its floor rather than "gone".
 
@@ -299,7 +294,8 @@ def explain(then: OperatorProfile | None, now: OperatorProfile, measured: float 
     return lines
 
 
-# A profile's total that moved this much the other way to the judged figure names no operator.
+# A profile's total that moved this much the other way to the judged figure names no operator: its rows
+# are noise (beside a perf job, 10 calls a side read -17% for a +12% slowdown: docs/studies/bisect).
 _AGAINST = 0.01
 
 
