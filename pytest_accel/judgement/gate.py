@@ -388,9 +388,7 @@ class Gate:
         if not quiet:
             self.waits.append(Waited(test, seconds, None))
             still = f" (the state probes last read: {settle.unsettled})" if settle.unsettled else ""
-            said = (
-                f"waited {seconds:.0f} s for quiet, in vain{still}" if seconds else "the run's wait for quiet was spent"
-            )
+            said = f"waited {seconds:.0f} s for quiet, in vain{still}" if seconds else _WAIT_SPENT
             return replace(gate, time=replace(gate.time, reason=f"{gate.time.reason}; {said}"))
         result = again()
         self.waits.append(Waited(test, seconds, result.time.outcome))
