@@ -17,9 +17,12 @@ from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.engine.processes import ChildRun
 from pytest_accel.judgement import confirm as confirm_module
-from pytest_accel.judgement.confirm import ChildSettings, accept_command, confirm_in_fresh_process
+from pytest_accel.judgement import gate as gate_module
+from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, accept_command, confirm_in_fresh_process
+from pytest_accel.judgement.gate import Gate, GateMode, Waited, run_gate, with_fresh_confirmation
 from pytest_accel.judgement.results import Recorded, results_document
-from pytest_accel.judgement.verdict import VerdictRecord
+from pytest_accel.judgement.verdict import VerdictPolicy, VerdictRecord
 
 NODE = "perf/test_k.py::test_k"
 SETTINGS = ChildSettings(device="cpu", profile="smoke", baselines=Path("baselines"), ini=())
@@ -111,3 +114,97 @@ def test_the_accept_command_keeps_the_users_options_and_names_the_test(
 def test_the_accept_command_names_the_test_from_where_pytest_was_started(tmp_path: Path) -> None:
     command = accept_command("perf_tests/t.py::test", [], [], tmp_path / "perf_tests", tmp_path, "--accel-update")
     assert command == "pytest t.py::test --accel-update"
+
+
+# The fresh process's word, weighed (gate.with_fresh_confirmation). The figures are run 6's in
+# docs/studies/quiet-wait: a planted +10% that the fresh process read smaller, or could not tell.
+def _suspect(ratio: float, low: float, high: float, outcome: Outcome = Outcome.REGRESSED) -> Verdict:
+    return Verdict(outcome, "time", f"time {ratio}", ratio=ratio, low=low, high=high)
+
+
+def _child(ratio: float, low: float, high: float) -> FreshVerdict:
+    said = f"time {ratio} [{low} .. {high}], within the 5% tolerance"
+    verdict = Verdict(Outcome.UNCHANGED, "time", said, ratio, low, high)
+    return FreshVerdict(Outcome.UNCHANGED, verdict.reason, verdict)
+
+
+@pytest.mark.parametrize(
+    ("suspect", "child", "outcome"),
+    [
+        # slower in the fresh process too, clear of no change; the two together +8.1%: it stands
+        (_suspect(1.090, 1.034, 1.173), _child(1.072, 1.011, 1.136), Outcome.REGRESSED),
+        # the fresh process reaches both no change and this process's +17.3%: it could not tell
+        (_suspect(1.173, 1.010, 1.334), _child(1.093, 0.951, 1.255), Outcome.NOISY),
+        # the two together +4.5%: within the tolerance
+        (_suspect(1.0585, 1.010, 1.118), _child(1.031, 0.974, 1.092), Outcome.UNCHANGED),
+        # the fresh process reads no change and rules out this process's +20%: a process-level bias
+        (_suspect(1.20, 1.12, 1.29), _child(1.003, 0.95, 1.06), Outcome.UNCHANGED),
+        # slower, but the fresh process is sure it is within the tolerance
+        (_suspect(1.20, 1.12, 1.29), _child(1.02, 1.005, 1.04), Outcome.UNCHANGED),
+        # the same rule for a speedup, mirrored
+        (_suspect(0.90, 0.85, 0.95, Outcome.IMPROVED), _child(0.93, 0.88, 0.99), Outcome.IMPROVED),
+        (_suspect(0.90, 0.85, 0.95, Outcome.IMPROVED), _child(0.99, 0.94, 1.04), Outcome.UNCHANGED),
+    ],
+    ids=["agrees", "cannot-tell", "together-within", "rules-out", "sure-within", "faster-agrees", "faster-refuted"],
+)
+def test_a_fresh_process_that_read_unchanged_is_weighed_with_this_one(
+    suspect: Verdict, child: FreshVerdict, outcome: Outcome
+) -> None:
+    assert with_fresh_confirmation(suspect, child, 0.05).outcome is outcome
+
+
+def test_a_fresh_process_reading_it_too_says_so_with_the_two_together() -> None:
+    weighed = with_fresh_confirmation(_suspect(1.090, 1.034, 1.173), _child(1.072, 1.011, 1.136), 0.05)
+    assert weighed.reason == (
+        "time 1.09; a fresh process read it too: time 1.072 [1.011 .. 1.136], within the 5% tolerance; "
+        "the two processes together +8.1% [+3.9% .. +12.4%]"
+    )
+    assert (weighed.ratio, weighed.low, weighed.high) == (1.090, 1.034, 1.173)  # this process's figures stand
+
+
+def test_a_fresh_process_that_could_not_tell_abstains_and_says_how_to_judge_it() -> None:
+    weighed = with_fresh_confirmation(_suspect(1.173, 1.010, 1.334), _child(1.093, 0.951, 1.255), 0.05)
+    assert weighed.reason == (
+        "this process said time 1.173; a fresh process could not tell: time 1.093 [0.951 .. 1.255], within the 5% "
+        "tolerance; the two processes together +13.2% [+2.2% .. +25.4%]; not judged"
+    )
+    assert weighed.abstention is not None and weighed.abstention.why == "a fresh process could not tell"
+
+
+def test_the_child_is_told_the_budget_left_and_its_wait_counts_against_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[ChildSettings] = []
+
+    def answering(test: str, metric: str, rootdir: Path, settings: ChildSettings) -> FreshVerdict:
+        asked.append(settings)
+        return FreshVerdict(Outcome.REGRESSED, "time +12%", waited=30.0)
+
+    monkeypatch.setattr(gate_module, "confirm_in_fresh_process", answering)
+    base = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
+    slow = Measurement("x", 1.0, tuple(s * 1.5 for s in base.samples), probe_samples=(1e-3,) * 30)
+    entries = {("t::a", "throughput"): BaselineEntry("t::a", "throughput", "x", 1.0, base.samples, base.probe_samples)}
+    settings = ChildSettings("cpu", "smoke", Path("."), (("accel_quiet_wait_seconds", "9"),), 1)
+    mode = GateMode(confirmations=0, fresh_process=settings, quiet_wait_seconds=100)
+    gate = Gate(lambda: entries, {}, mode, Path("."), gate_memory=False, quiet=lambda *a: (True, 0.0))
+    gate.waits.append(Waited("t::earlier", 40.0, Outcome.UNCHANGED))
+    assert gate.judge("t::a", slow, VerdictPolicy(), lambda: slow).outcome is Outcome.REGRESSED
+    assert asked[0].ini == (("accel_quiet_wait_seconds", "60"),)  # 100 s, less the 40 s waited, replaces 9
+    assert gate.waits[-1] == Waited("t::a", 30.0, Outcome.REGRESSED)
+
+
+def test_a_childs_wait_travels_in_its_result_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    regressed = VerdictRecord(Verdict(Outcome.REGRESSED, "time", "slower: +12.0%", ratio=1.12, low=1.05, high=1.2))
+    text = json.dumps({**json.loads(result_text(regressed)), "quiet_waited_seconds": 12.5})
+    assert confirm(monkeypatch, tmp_path, text).waited == 12.5
+    assert confirm(monkeypatch, tmp_path, result_text(regressed)).waited == 0.0
+
+
+def test_a_child_takes_one_reading_and_never_re_measures_a_decided_suspect() -> None:
+    base = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
+    slow = Measurement("x", 1.0, tuple(s * 1.5 for s in base.samples), probe_samples=(1e-3,) * 30)
+    entry = BaselineEntry("t::a", "throughput", "x", 1.0, base.samples, base.probe_samples)
+
+    def never() -> Measurement:
+        raise AssertionError("a confirmation child re-measured a decided suspect")
+
+    result = run_gate(slow, entry, VerdictPolicy(), {}, never, confirmations=2, reconfirm=False)
+    assert result.outcome is Outcome.REGRESSED and len(result.measurements) == 1

@@ -266,3 +266,15 @@ def test_a_valid_file_is_read_without_locating_lines(tmp_path: Path, monkeypatch
     data = document()
     data["results"] = [{**data["results"][0], "test": f"test_x.py::test_{index}"} for index in range(50)]
     assert len(load_results(write(tmp_path, data)).measurements) == 50
+
+
+def test_the_runs_wait_for_quiet_is_kept_and_a_bad_one_refused(tmp_path: Path) -> None:
+    data = document()
+    assert load_results(write(tmp_path, data)).waited == 0.0  # files without it: no wait
+    assert load_results(write(tmp_path, {**data, "quiet_waited_seconds": 42.5})).waited == 42.5
+    written = results_document([], device_kind="cpu", device_key="k", provenance={}, profile="smoke", world_size=1,
+                               waited=12.46)  # fmt: skip
+    assert written["quiet_waited_seconds"] == 12.5
+    for bad in (-1, "12", True, None):
+        with pytest.raises(ResultsError, match=r"quiet_waited_seconds: expected seconds \(a number >= 0\)"):
+            load_results(write(tmp_path, {**data, "quiet_waited_seconds": bad}))

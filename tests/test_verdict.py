@@ -299,9 +299,9 @@ def test_a_fresh_process_that_says_the_opposite_makes_it_noisy_never_regressed()
 
     improved = judge_time(observation(0.0085, seed=1), observation(0.01), POLICY)
     assert improved.outcome is Outcome.IMPROVED
-    flipped = with_fresh_confirmation(improved, FreshVerdict(Outcome.REGRESSED, "time +12%"))
+    flipped = with_fresh_confirmation(improved, FreshVerdict(Outcome.REGRESSED, "time +12%"), 0.05)
     assert flipped.outcome is Outcome.NOISY and "said the opposite" in flipped.reason
-    dropped = with_fresh_confirmation(improved, FreshVerdict(Outcome.UNCHANGED, "time -1%"))
+    dropped = with_fresh_confirmation(improved, FreshVerdict(Outcome.UNCHANGED, "time -1%"), 0.05)
     assert dropped.outcome is Outcome.UNCHANGED and "did not confirm it" in dropped.reason
 
 

@@ -6,7 +6,9 @@ probe-normalised median differed by up to 10% between fresh processes). So a reg
 survived the in-process confirmations is measured once more by a child ``pytest`` running only
 that test, with the same device, profile, thresholds and baselines, and the parent's options that
 decide what code runs (``-p`` plugins, config file, ini overrides); the test fails only if the
-child agrees. The child does not spawn children of its own (``FRESH_PROCESS_ENV``).
+child agrees (``gate.with_fresh_confirmation`` weighs its word). The child takes one reading (no
+re-measurement of its own: the parent re-measured in its process), waits for quiet within what is
+left of the parent's budget, and spawns no children of its own (``FRESH_PROCESS_ENV``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
@@ -46,6 +48,7 @@ class FreshVerdict:
     outcome: Outcome | None  # the child's time verdict; None when it gave none
     detail: str  # the child's reason, or what went wrong
     verdict: Verdict | None = None  # the child's time verdict, with its figures
+    waited: float = 0.0  # seconds the child waited for quiet before its verdict
 
 
 @final
@@ -61,6 +64,10 @@ class ChildSettings:
     ini: tuple[tuple[str, str], ...]  # (ini name, this run's value): accel_tolerance, accel_min_rounds, ...
     cpu_threads: int | None = None  # the CPU device's thread count; None on accelerators
     inherited: tuple[str, ...] = ()  # the parent's options that decide what code runs (inherited_options)
+
+    def with_ini(self, name: str, value: str) -> ChildSettings:
+        """These settings with the ini setting ``name`` set to ``value`` (added, or replacing this run's)."""
+        return replace(self, ini=(*((n, v) for n, v in self.ini if n != name), (name, value)))
 
     def arguments(self) -> list[str]:
         """The child's pytest options: the inherited ones first, so this run's resolved settings win."""
@@ -187,4 +194,4 @@ def _verdict_for(results: ResultFile, nodeid: str, metric: str) -> FreshVerdict:
     verdict = results.verdicts.get((nodeid, metric))
     if verdict is None:
         return FreshVerdict(None, f"the confirmation process measured no {metric!r} for {nodeid}")
-    return FreshVerdict(verdict.time.outcome, verdict.time.reason, verdict.time)
+    return FreshVerdict(verdict.time.outcome, verdict.time.reason, verdict.time, results.waited)

@@ -13,6 +13,7 @@ No pytest here: the fixture turns a failure message into a test failure.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -115,9 +116,15 @@ def _observation(source: Measurement | BaselineEntry, spread: tuple[float, float
     return Observation(source.samples, source.probe_samples, source.peak_memory_bytes, (), source.state)
 
 
-def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
+def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict, tolerance: float) -> Verdict:
     """A regressed (or improved) time verdict after a fresh process re-measured it (see
-    pytest_accel.judgement.confirm): it stands only if the fresh process says the same."""
+    pytest_accel.judgement.confirm): it stands only if the fresh process says the same, or reads the
+    same direction clear of no change with the two processes' figures together beyond ``tolerance``.
+
+    A process-level bias makes a fresh process read no change, so one that does refutes; one whose
+    interval reaches both no change and this process's figure could not tell (noisy, not a pass): a
+    planted +10% read +16.0% here and +9.3% [-4.9% .. +25.5%] in the fresh process, once "unchanged".
+    """
     if fresh.outcome is None:
         return replace(first, reason=f"{first.reason}; no fresh-process confirmation: {fresh.detail}")
     if fresh.outcome is first.outcome:
@@ -125,15 +132,14 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
     outcome = fresh.outcome
     if {outcome, first.outcome} == {Outcome.REGRESSED, Outcome.IMPROVED}:
         # The processes disagree in direction: one process's measurement alone never fails a test.
-        return Verdict(
-            Outcome.NOISY,
-            "time",
-            f"this process said {first.reason}; a fresh process said the opposite: {fresh.detail}; not judged",
-            ratio=first.ratio,
-            normalized=first.normalized,
-            detectable=first.detectable,
-            abstention=Abstention("a fresh process said the opposite", _AGAIN),
-        )
+        return _fresh_noisy(first, f"{_OPPOSITE}: {fresh.detail}", _OPPOSITE)
+    weighed = _weighed(first, fresh.verdict, tolerance) if outcome is Outcome.UNCHANGED else None
+    if weighed is not None:
+        reading, together = weighed
+        if reading == "agrees":
+            return replace(first, reason=f"{first.reason}; a fresh process read it too: {fresh.detail}; {together}")
+        if reading == "cannot tell":
+            return _fresh_noisy(first, f"a fresh process could not tell: {fresh.detail}; {together}", _CANNOT_TELL)
     return Verdict(
         outcome,
         "time",
@@ -143,6 +149,45 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict) -> Verdict:
         detectable=first.detectable,
         abstention=None if fresh.verdict is None else fresh.verdict.abstention,
     )
+
+
+_CANNOT_TELL = "a fresh process could not tell"
+_OPPOSITE = "a fresh process said the opposite"
+
+
+def _fresh_noisy(first: Verdict, said: str, short: str) -> Verdict:
+    return Verdict(
+        Outcome.NOISY,
+        "time",
+        f"this process said {first.reason}; {said}; not judged",
+        ratio=first.ratio,
+        normalized=first.normalized,
+        detectable=first.detectable,
+        abstention=Abstention(short, _AGAIN),
+    )
+
+
+def _weighed(first: Verdict, child: Verdict | None, tolerance: float) -> tuple[str, str] | None:
+    """How a fresh process that read "unchanged" weighs against this process's suspect: ``agrees`` (its
+    interval is clear of no change on the suspect's side, and the two figures' geometric mean is beyond
+    the tolerance), ``cannot tell`` (its interval reaches no change and this process's figure, and the
+    mean is beyond the tolerance), or None: it refutes. With the two processes' figures together."""
+    if child is None or None in (first.ratio, first.low, first.high, child.ratio, child.low, child.high):
+        return None
+    assert first.ratio and first.low and first.high and child.ratio and child.low and child.high
+    side = 1.0 if first.outcome is Outcome.REGRESSED else -1.0  # in the suspect's direction, in logs
+    this, that = side * math.log(first.ratio), side * math.log(child.ratio)
+    near, far = sorted((side * math.log(child.low), side * math.log(child.high)))
+    this_near = min(side * math.log(first.low), side * math.log(first.high))
+    mean = (this + that) / 2
+    half = math.hypot(this - this_near, that - near) / 2  # two independent readings, each its own interval
+    low, high = sorted((math.exp(side * (mean - half)), math.exp(side * (mean + half))))
+    together = f"the two processes together {format_change(math.exp(side * mean), low, high)}"
+    if mean <= math.log1p(tolerance) or far <= math.log1p(tolerance):
+        return None  # together within the tolerance, or the fresh process sure it is within
+    if near > 0:
+        return "agrees", together
+    return ("cannot tell", together) if far >= this else None
 
 
 def provenance_changes(entry: BaselineEntry, provenance: Mapping[str, str]) -> str:
@@ -164,9 +209,11 @@ def run_gate(
     confirmations: int,
     gate_memory: bool = True,
     pooled_spread: tuple[float, float] | None = None,
+    reconfirm: bool = True,
 ) -> GateResult:
     """Judge ``measurement``; re-measure up to ``confirmations`` times while it looks regressed (once
-    while it looks improved).
+    while it looks improved). ``reconfirm=False``: a decided suspect is not re-measured (a confirmation
+    child's one reading is its parent's to weigh); an undecided one is still extended.
 
     A suspect the first measurement could not decide (slower beyond the tolerance, but its interval
     too wide, or within what a neighbour could explain) is measured again, up to EXTEND_MEASUREMENTS
@@ -211,6 +258,7 @@ def run_gate(
     # A suspected regression is re-measured up to ``confirmations`` times; a suspected improvement once
     # (a false one asks the user to refresh the baseline from a biased run, which then cries wolf).
     wanted = {Outcome.REGRESSED: confirmations, Outcome.IMPROVED: min(1, confirmations)}.get(first.outcome, 0)
+    wanted = wanted if reconfirm else 0
     while len(again) < (wanted if group == 1 else min(wanted, 1)):
         batch = [remeasure() for _ in range(group)]
         confirmation = judge(batch)
@@ -253,6 +301,9 @@ class GateMode:
     # Seconds this run may wait, in all, for a neighbour to leave before measuring a figure again that
     # abstained because of it (Gate.judge); 0: never wait.
     quiet_wait_seconds: float = 0.0
+    # A confirmation child: its one reading (extended while undecided) is the parent's to weigh, which
+    # re-measured in its own process already (with_fresh_confirmation).
+    one_reading: bool = False
 
 
 def shift_from(
@@ -348,7 +399,10 @@ class Gate:
         pooled = self._pooled[0]
 
         def judged(taken: Measurement) -> GateResult:
-            return run_gate(taken, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory, pooled)
+            return run_gate(
+                taken, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory, pooled,
+                reconfirm=not mode.one_reading,
+            )  # fmt: skip
 
         gate = judged(measurement)
         short = gate.time.abstention
@@ -356,12 +410,13 @@ class Gate:
             settle = _Settle(shift_from(entry.run_states, policy, measurement.state), state_now, policy.state_limit)
             gate = self._after_quiet(test, gate, entry, policy.foreign_cpu_margin, settle, lambda: judged(remeasure()))
         if mode.fresh_process is not None and not mode.update:
+            tolerance = policy.tolerance if gate.tolerance is None else gate.tolerance
             if gate.time.outcome is Outcome.REGRESSED:
-                time, asked = self._confirm_in_fresh_process(test, measurement.name, gate.time)
+                time, asked = self._confirm_in_fresh_process(test, measurement.name, gate.time, tolerance)
                 gate = replace(gate, time=time, fresh=asked)
             elif gate.time.outcome is Outcome.IMPROVED:  # no storm rule: a refuted speedup fails nothing
-                fresh = confirm_in_fresh_process(test, measurement.name, self._rootdir, mode.fresh_process)
-                gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh), fresh=fresh)
+                fresh = self._fresh(test, measurement.name)
+                gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh, tolerance), fresh=fresh)
         why = self._fails(gate.outcome)
         return replace(gate, failure=None if why is None else self._message(test, gate, entry, why), baseline=entry)
 
@@ -383,8 +438,7 @@ class Gate:
         """
         assert self._quiet is not None
         recorded = max((state[FOREIGN_CPU] for state in entry.run_states if FOREIGN_CPU in state), default=0.0)
-        left = self._mode.quiet_wait_seconds - sum(w.seconds for w in self.waits)
-        quiet, seconds = self._quiet(recorded + margin, max(left, 0.0), settle)
+        quiet, seconds = self._quiet(recorded + margin, self._wait_left(), settle)
         if not quiet:
             self.waits.append(Waited(test, seconds, None))
             still = f" (the state probes last read: {settle.unsettled})" if settle.unsettled else ""
@@ -396,7 +450,7 @@ class Gate:
         return replace(result, time=replace(result.time, reason=f"{result.time.reason}; {waited}"))
 
     def _confirm_in_fresh_process(
-        self, test: str, metric: str, suspect: Verdict
+        self, test: str, metric: str, suspect: Verdict, tolerance: float
     ) -> tuple[Verdict, FreshVerdict | None]:
         """The verdict after the fresh process's word on a suspect (and that word), unless this run already
         showed it cannot be trusted."""
@@ -412,14 +466,30 @@ class Gate:
                 detectable=suspect.detectable,
                 abstention=Abstention(f"{self.refuted} suspects refuted by fresh processes", _AGAIN),
             ), None
-        fresh = confirm_in_fresh_process(test, metric, self._rootdir, self._mode.fresh_process)
-        verdict = with_fresh_confirmation(suspect, fresh)
+        fresh = self._fresh(test, metric)
+        verdict = with_fresh_confirmation(suspect, fresh, tolerance)
         # Refuted: the fresh process measured and disagreed. One that abstained (its machine state not
         # covered) or could not run said nothing of this process's bias: counting those made three
         # confirmed +22-32% slowdowns "noisy" beside a neighbour that had left (docs/studies/quiet-wait).
         if fresh.outcome in (Outcome.UNCHANGED, Outcome.IMPROVED):
             self.refuted += 1
         return verdict, fresh
+
+    def _wait_left(self) -> float:
+        """Seconds left of this run's budget of waiting for quiet."""
+        return max(self._mode.quiet_wait_seconds - sum(w.seconds for w in self.waits), 0.0)
+
+    def _fresh(self, test: str, metric: str) -> FreshVerdict:
+        """The fresh process's word on ``test``. It waits for quiet as this run does, within what is left
+        of this run's budget, and its wait counts against that budget: a fresh process that met the
+        gather probe in one of its bursts abstained twice at +9-10% (docs/studies/quiet-wait, run 6)."""
+        assert self._mode.fresh_process is not None
+        left = self._wait_left() if self._quiet is not None else 0.0
+        settings = self._mode.fresh_process.with_ini("accel_quiet_wait_seconds", f"{left:.0f}")
+        fresh = confirm_in_fresh_process(test, metric, self._rootdir, settings)
+        if fresh.waited:
+            self.waits.append(Waited(test, fresh.waited, fresh.outcome))
+        return fresh
 
     def _fails(self, outcome: Outcome) -> str | None:
         """Why an outcome fails its test under the run's mode, or None."""

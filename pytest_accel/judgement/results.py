@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -95,9 +96,11 @@ def results_document(
     provenance: Mapping[str, str],
     profile: str,
     world_size: int,
+    waited: float = 0.0,
 ) -> dict[str, Any]:
-    """The ``--accel-json`` document of one run (``load_results`` reads it back)."""
-    return {
+    """The ``--accel-json`` document of one run (``load_results`` reads it back); ``waited``: the seconds
+    the run waited for quiet (kept when there were any)."""
+    document: dict[str, Any] = {
         "schema": RESULTS_SCHEMA,
         "device": {"kind": device_kind, "key": device_key},
         "provenance": dict(provenance),
@@ -106,6 +109,7 @@ def results_document(
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "results": [r.to_dict() for r in recorded],
     }
+    return {**document, "quiet_waited_seconds": round(waited, 1)} if waited else document
 
 
 @final
@@ -121,6 +125,7 @@ class ResultFile:
     measurements: Mapping[tuple[str, str], Measurement]  # (test id, metric) -> measurement
     verdicts: Mapping[tuple[str, str], VerdictRecord | None]
     device_kind: str = "unknown"  # "cpu", "cuda", "hpu"; "unknown" in files that do not say
+    waited: float = 0.0  # seconds the run waited for quiet
 
 
 # Seconds per call a result may hold: a picosecond to eleven days. Beyond, a file is corrupt (and
@@ -173,6 +178,9 @@ def load_results(path: Path, raw: bytes | None = None) -> ResultFile:
         for name in ("profile", "date"):
             if not isinstance(document.get(name, ""), str):
                 raise Invalid(name, f"expected a string, got {show(document[name])}")
+        waited = document.get("quiet_waited_seconds", 0.0)
+        if isinstance(waited, bool) or not isinstance(waited, (int, float)) or not 0 <= waited < math.inf:
+            raise Invalid("quiet_waited_seconds", f"expected seconds (a number >= 0), got {show(waited)}")
         if not nothing:
             text_of(device["key"], "device['key']")
     except Invalid as invalid:
@@ -204,6 +212,7 @@ def load_results(path: Path, raw: bytes | None = None) -> ResultFile:
         provenance=provenance,
         measurements=measurements,
         verdicts=verdicts,
+        waited=float(waited),
     )
 
 

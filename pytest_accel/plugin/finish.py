@@ -93,6 +93,7 @@ class RunFiles:
     world_size: int
     rootpath: Path
     say: Callable[[str], None]  # a line for the terminal
+    waited: float = 0.0  # seconds this run waited for quiet
 
     def writers(self) -> list[tuple[str, Callable[[], None]]]:
         """(what, write) for each output this run asked for, in the order they are written."""
@@ -146,6 +147,7 @@ class RunFiles:
             provenance=self.device.provenance() if self.device is not None else {},
             profile=self.options.profile,
             world_size=self.world_size,
+            waited=self.waited,
         )
         save_results(path, document)
 

@@ -455,8 +455,9 @@ class AccelOptions:
             inherited=inherited,
         )
 
-    def gate_mode(self, fresh_process: ChildSettings | None) -> GateMode:
-        """How this run's gate acts; ``fresh_process``: the child that confirms a regression, if one may."""
+    def gate_mode(self, fresh_process: ChildSettings | None, one_reading: bool = False) -> GateMode:
+        """How this run's gate acts; ``fresh_process``: the child that confirms a regression, if one may;
+        ``one_reading``: this run is such a child."""
         return GateMode(
             update=self.update or self.calibrate,
             strict=self.strict,
@@ -464,6 +465,7 @@ class AccelOptions:
             confirmations=self.confirmations,
             fresh_process=fresh_process if self.fresh_confirmation else None,
             quiet_wait_seconds=self.quiet_wait_seconds,
+            one_reading=one_reading,
         )
 
     def thread_advice(self, device_kind: str, cores: int) -> str:

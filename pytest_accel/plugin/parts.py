@@ -95,12 +95,13 @@ class RunParts:
         if self._gate is None:
             device = self.device()
             # Not under torchrun, and not from a confirmation child (it would spawn one in turn).
-            may_spawn = self.world is None and not in_fresh_process()
-            mode = self.options.gate_mode(self.child_settings() if may_spawn else None)
+            child = in_fresh_process()
+            may_spawn = self.world is None and not child
+            mode = self.options.gate_mode(self.child_settings() if may_spawn else None, one_reading=child)
             self._gate = Gate(
                 self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory,
                 lambda test: self.accept(test, "--accel-reset-history"), self.config.option.verbose > 0,
-                quiet=wait_for_quiet if may_spawn else None,  # a confirmation child measures at once
+                quiet=wait_for_quiet if self.world is None else None,  # ranks measure in step: none waits alone
             )  # fmt: skip
         return self._gate
 

@@ -198,6 +198,7 @@ class AccelSession:
             self.options, self.recorded, parts.resolved, parts.baselines, parts.store, parts.structures,
             parts.structure_gate_taken, parts.structure_key, parts.world_size, self.config.rootpath,
             say=lambda line: reporter.write_line(f"accel: {line}") if reporter is not None else None,
+            waited=sum(w.seconds for w in parts.waits()),
         )  # fmt: skip
         self.unwritten = files.write()
         if self.unwritten:
