@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_sampling import FakeClock, constant, workload
 
 from pytest_accel.core.measurement import FAULT_SHARE, Measurement
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.engine import sampling as measure_module
 from pytest_accel.engine.devices.cpu import HostTimer, cpu_identity
 from pytest_accel.engine.sampling import STATE_EVERY, MeasureConfig, measure
@@ -322,6 +322,11 @@ def test_a_fresh_process_that_abstains_refutes_nothing(monkeypatch: pytest.Monke
     noisy itself (its machine state not covered) leaves later suspects to their own fresh processes."""
     abstained = FreshVerdict(Outcome.NOISY, "the machine is in a state its baseline did not cover: ...")
     outcomes, spawned, gate = _four_suspects_through(abstained, monkeypatch)
+    assert outcomes == [Outcome.NOISY] * 4 and spawned == 4 and gate.refuted == 0
+    # One that measured "unchanged" but could not tell (its interval reaches +0% and this process's +50%)
+    could_not_tell = Verdict(Outcome.UNCHANGED, "time", "time +9%", 1.09, 0.95, 1.6)
+    fresh = FreshVerdict(Outcome.UNCHANGED, "+9%", could_not_tell)
+    outcomes, spawned, gate = _four_suspects_through(fresh, monkeypatch)
     assert outcomes == [Outcome.NOISY] * 4 and spawned == 4 and gate.refuted == 0
 
 

@@ -469,9 +469,10 @@ class Gate:
         fresh = self._fresh(test, metric)
         verdict = with_fresh_confirmation(suspect, fresh, tolerance)
         # Refuted: the fresh process measured and disagreed. One that abstained (its machine state not
-        # covered) or could not run said nothing of this process's bias: counting those made three
-        # confirmed +22-32% slowdowns "noisy" beside a neighbour that had left (docs/studies/quiet-wait).
-        if fresh.outcome in (Outcome.UNCHANGED, Outcome.IMPROVED):
+        # covered), could not tell or could not run said nothing of this process's bias: counting those
+        # made three confirmed +22-32% slowdowns "noisy" beside a neighbour that had left
+        # (docs/studies/quiet-wait).
+        if verdict.outcome is Outcome.UNCHANGED or fresh.outcome is Outcome.IMPROVED:
             self.refuted += 1
         return verdict, fresh
 
