@@ -229,3 +229,35 @@ def test_a_night_with_nothing_to_bisect_says_why_and_writes_its_answer(tmp_path:
         assert done.returncode == 0, done.stdout + done.stderr
         assert page.read_text() == f"pytest-accel bisect: {why}\n" and why in done.stdout
         assert json.loads(answer.read_text())["nothing_to_bisect"] == why
+
+
+def test_a_culprit_that_is_not_slower_alone_is_doubted_on_the_page_and_in_the_answer() -> None:
+    """A step can misread a harmless commit as slower; the culprit's own sitting (its parent against it) is
+    the check, and the page says when it read no slowdown."""
+    from pytest_accel.commands.bisect import Bisect, BisectSettings, Reading, _finding_lines, document
+    from pytest_accel.judgement.bisection import Bisection, Finding
+
+    commits = [f"{i:x}" * 40 for i in range(10, 15)]
+    bisect = Bisect(BisectSettings(("t.py",), "good", "bad"), Path("."), commits, dict.fromkeys(commits, "a change"))
+    a, b = "t.py::test_k[a]", "t.py::test_k[b]"
+    bisect.tests = (a, b)
+    bisect.whole = {t: Reading(Outcome.REGRESSED, 1.15, 1.10, 1.20, 9) for t in (a, b)}
+    bisect.evidence = {
+        (a, 3): (Reading(Outcome.REGRESSED, 1.14, 1.09, 1.19, 10), ()),
+        (b, 3): (Reading(Outcome.UNCHANGED, 1.004, 0.98, 1.03, 10), ()),
+    }
+    bisection = Bisection(commits, [a, b])
+    bisection.searches = {}
+    bisection.findings = {t: [Finding(0, 2, (3,), "good")] for t in (a, b)}
+    assert _finding_lines(bisect, bisection) == [
+        'culprit: ddddddddd "a change", for 2 test(s):',
+        "| test | good -> bad | the culprit alone (its parent -> it) | of the change |",
+        "|---|---|---|---|",
+        "| test_k[a] | +15.0% [+10.0% .. +20.0%] | +14.0% [+9.0% .. +19.0%] | the whole change |",
+        "| test_k[b] | +15.0% [+10.0% .. +20.0%] | +0.4% [-2.0% .. +3.0%] | the whole change |",
+        "not slower alone: test_k[b]: the culprit against its parent read no slowdown, so a step may have misread it; "
+        "check: pytest-accel ab ccccccccc ddddddddd -- <the same tests>",
+        "",
+    ]
+    answer = document(bisect, bisection, 1)["findings"]
+    assert [answer[t][0]["slower_alone"] for t in (a, b)] == [True, False]

@@ -462,8 +462,23 @@ def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
                 lines.extend(f"    {line}" for line in operators)
         if still:
             lines.append(f"operators: {NOTHING_MOVED}, in {len(still)} test(s): {', '.join(still)}")
+        doubted = [names.get(test, test) for test, finding in found if _alone(bisect, test, finding) is False]
+        if doubted and len(suspects) == 1:
+            before = found[0][1].last_good
+            lines.append(
+                f"not slower alone: {', '.join(doubted)}: the culprit against its parent read no slowdown, so a step "
+                f"may have misread it; check: pytest-accel ab {bisect.commits[before][:9]} "
+                f"{bisect.commits[culprit][:9]} -- <the same tests>"
+            )
         lines.append("")
     return lines
+
+
+def _alone(bisect: Bisect, test: str, finding: Finding) -> bool | None:
+    """Whether the exact culprit against its parent read ``test`` regressed (None: not measured): the
+    check on a step that misread a harmless commit as slower (docs/studies/bisect)."""
+    own, _ = bisect.evidence.get((test, finding.culprit), (None, ()))
+    return None if own is None or not finding.exact else own.judged is Judged.BAD
 
 
 def report(bisect: Bisect, bisection: Bisection | None, code: int) -> str:
@@ -520,6 +535,7 @@ def document(bisect: Bisect, bisection: Bisection | None, code: int) -> dict[str
                     **finding.to_dict(bisect.commits),
                     "subject": bisect.subjects[bisect.commits[finding.culprit]],
                     "culprit_alone": None if own is None else own.to_dict(),
+                    "slower_alone": _alone(bisect, test, finding),
                     "operators": list(operators),
                 }
             )
