@@ -20,7 +20,7 @@ from pytest_accel.judgement import confirm as confirm_module
 from pytest_accel.judgement import gate as gate_module
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, accept_command, confirm_in_fresh_process
-from pytest_accel.judgement.gate import Gate, GateMode, Waited, run_gate, with_fresh_confirmation
+from pytest_accel.judgement.gate import Gate, GateMode, Waited, reread, run_gate, with_fresh_confirmation
 from pytest_accel.judgement.results import Recorded, results_document
 from pytest_accel.judgement.verdict import VerdictPolicy, VerdictRecord
 
@@ -208,3 +208,34 @@ def test_a_child_takes_one_reading_and_never_re_measures_a_decided_suspect() -> 
 
     result = run_gate(slow, entry, VerdictPolicy(), {}, never, confirmations=2, reconfirm=False)
     assert result.outcome is Outcome.REGRESSED and len(result.measurements) == 1
+
+
+@pytest.mark.parametrize(
+    ("again", "outcome"),
+    [
+        (_child(1.135, 0.988, 1.305).verdict, Outcome.NOISY),  # run 8's flash decode: reaches +0% and +17.8%
+        (_child(1.04, 1.01, 1.07).verdict, Outcome.REGRESSED),  # slower clear of no change, +10.4% together
+        (_child(1.00, 0.97, 1.03).verdict, Outcome.UNCHANGED),  # no change, sure of it: refutes
+        (Verdict(Outcome.REGRESSED, "time", "x", 1.2, 1.1, 1.3), Outcome.REGRESSED),  # said the same: as read
+    ],
+    ids=["cannot-tell", "agrees", "refutes", "same"],
+)
+def test_an_in_process_re_measurement_is_weighed_as_the_fresh_process_is(
+    again: Verdict | None, outcome: Outcome
+) -> None:
+    assert again is not None
+    first = _suspect(1.178, 1.05, 1.32)
+    assert reread(first, again, 0.05).outcome is outcome
+
+
+def test_a_re_measurement_that_could_not_tell_leaves_the_suspect_noisy_not_unchanged() -> None:
+    from pytest_accel.judgement.verdict import combine
+
+    again = reread(_suspect(1.178, 1.05, 1.32), _child(1.135, 0.988, 1.305).verdict, 0.05)  # type: ignore[arg-type]
+    assert again.reason == (
+        "time 1.135 [0.988 .. 1.305], within the 5% tolerance; with the first, +15.6% [+5.7% .. +26.5%]: "
+        "it could not tell"
+    )
+    combined = combine(_suspect(1.178, 1.05, 1.32), [again])
+    assert combined.outcome is Outcome.NOISY
+    assert combined.abstention is not None and combined.abstention.why == "a re-measurement could not tell"

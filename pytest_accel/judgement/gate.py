@@ -13,7 +13,6 @@ No pytest here: the fixture turns a failure message into a test failure.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,6 +35,7 @@ from pytest_accel.judgement.verdict import (
     judge_time,
     pooled_run_spread,
 )
+from pytest_accel.judgement.weighing import AGAIN, Reading, weigh
 
 __all__ = [
     "EXTEND_MEASUREMENTS",
@@ -46,6 +46,7 @@ __all__ = [
     "Waited",
     "failure_lines",
     "provenance_changes",
+    "reread",
     "run_gate",
     "shift_from",
     "with_fresh_confirmation",
@@ -62,7 +63,7 @@ EXTEND_MEASUREMENTS = 4
 REFUTED_LIMIT = 2
 # What would let a figure the gate itself left unjudged be judged.
 _COOL = "cool the device or lower its load"
-_AGAIN = "run them again in a new process (pytest <same args> -k <test>)"
+_AGAIN = AGAIN
 NO_BASELINE = "no baseline"
 # Provenance fields shown when they changed since the baseline (an upgrade explains a shift).
 _SHOWN_PROVENANCE = ("torch", "cuda_runtime", "cuda_driver", "habana_torch_plugin", "device_model")
@@ -133,13 +134,14 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict, tolerance: floa
     if {outcome, first.outcome} == {Outcome.REGRESSED, Outcome.IMPROVED}:
         # The processes disagree in direction: one process's measurement alone never fails a test.
         return _fresh_noisy(first, f"{_OPPOSITE}: {fresh.detail}", _OPPOSITE)
-    weighed = _weighed(first, fresh.verdict, tolerance) if outcome is Outcome.UNCHANGED else None
-    if weighed is not None:
-        reading, together = weighed
-        if reading == "agrees":
-            return replace(first, reason=f"{first.reason}; a fresh process read it too: {fresh.detail}; {together}")
-        if reading == "cannot tell":
-            return _fresh_noisy(first, f"a fresh process could not tell: {fresh.detail}; {together}", _CANNOT_TELL)
+    if fresh.verdict is not None:
+        reading, together = weigh(first, fresh.verdict, tolerance)
+        if reading is Reading.AGREES:
+            said = f"a fresh process read it too: {fresh.detail}; the two processes together {together}"
+            return replace(first, reason=f"{first.reason}; {said}")
+        if reading is Reading.CANNOT_TELL:
+            said = f"{_CANNOT_TELL}: {fresh.detail}; the two processes together {together}"
+            return _fresh_noisy(first, said, _CANNOT_TELL)
     return Verdict(
         outcome,
         "time",
@@ -165,29 +167,6 @@ def _fresh_noisy(first: Verdict, said: str, short: str) -> Verdict:
         detectable=first.detectable,
         abstention=Abstention(short, _AGAIN),
     )
-
-
-def _weighed(first: Verdict, child: Verdict | None, tolerance: float) -> tuple[str, str] | None:
-    """How a fresh process that read "unchanged" weighs against this process's suspect: ``agrees`` (its
-    interval is clear of no change on the suspect's side, and the two figures' geometric mean is beyond
-    the tolerance), ``cannot tell`` (its interval reaches no change and this process's figure, and the
-    mean is beyond the tolerance), or None: it refutes. With the two processes' figures together."""
-    if child is None or None in (first.ratio, first.low, first.high, child.ratio, child.low, child.high):
-        return None
-    assert first.ratio and first.low and first.high and child.ratio and child.low and child.high
-    side = 1.0 if first.outcome is Outcome.REGRESSED else -1.0  # in the suspect's direction, in logs
-    this, that = side * math.log(first.ratio), side * math.log(child.ratio)
-    near, far = sorted((side * math.log(child.low), side * math.log(child.high)))
-    this_near = min(side * math.log(first.low), side * math.log(first.high))
-    mean = (this + that) / 2
-    half = math.hypot(this - this_near, that - near) / 2  # two independent readings, each its own interval
-    low, high = sorted((math.exp(side * (mean - half)), math.exp(side * (mean + half))))
-    together = f"the two processes together {format_change(math.exp(side * mean), low, high)}"
-    if mean <= math.log1p(tolerance) or far <= math.log1p(tolerance):
-        return None  # together within the tolerance, or the fresh process sure it is within
-    if near > 0:
-        return "agrees", together
-    return ("cannot tell", together) if far >= this else None
 
 
 def provenance_changes(entry: BaselineEntry, provenance: Mapping[str, str]) -> str:
@@ -268,12 +247,36 @@ def run_gate(
         while _undecided_suspect(confirmation, policy.tolerance) and len(batch) <= EXTEND_MEASUREMENTS:
             batch.append(remeasure())
             confirmation = judge(batch)
+        confirmation = reread(first, confirmation, policy.tolerance)
         taken += batch
         again.append(confirmation)
         if again[-1].outcome is not first.outcome:
             break
     memory = judge_memory(_observation(measurement), baseline, policy) if gate_memory else None
     return GateResult(combine(first, again), memory, tuple(taken), group, tolerance=policy.tolerance)
+
+
+def reread(first: Verdict, again: Verdict, tolerance: float) -> Verdict:
+    """A re-measurement as it bears on the suspect ``first``: one that read "unchanged" is weighed with
+    it (``weighing.weigh``): it agrees (``first``'s outcome), could not tell (noisy), or refutes (as read).
+    A planted +10% read +17.8%, then +13.5% [-1.2% .. +30.5%], and passed as unchanged (docs/studies/
+    quiet-wait, run 8)."""
+    if first.outcome not in (Outcome.REGRESSED, Outcome.IMPROVED) or again.outcome is not Outcome.UNCHANGED:
+        return again
+    reading, together = weigh(first, again, tolerance)
+    if reading is Reading.AGREES:
+        return replace(again, outcome=first.outcome, reason=f"{again.reason}; with the first, {together}: it agrees")
+    if reading is Reading.CANNOT_TELL:
+        return Verdict(
+            Outcome.NOISY,
+            "time",
+            f"{again.reason}; with the first, {together}: it could not tell",
+            ratio=again.ratio,
+            normalized=again.normalized,
+            detectable=again.detectable,
+            abstention=Abstention("a re-measurement could not tell", _AGAIN),
+        )
+    return again
 
 
 def _undecided_suspect(verdict: Verdict, tolerance: float) -> bool:

@@ -1,0 +1,52 @@
+"""Two readings of one suspect weighed together: a re-measurement, or a fresh process's measurement.
+
+A re-measurement that reads "unchanged" is not always a refutation. One whose interval is clear of
+no change on the suspect's side agrees, when the two figures together (their geometric mean, the
+interval of two independent readings) are beyond the tolerance; one whose interval reaches both no
+change and the suspect's figure could not tell; any other refutes. In one quiet run a planted +10%
+read +17.3% in the process and +9.3% [-4.9% .. +25.5%] in a fresh one, and passed as "unchanged"
+(docs/studies/quiet-wait, run 6). Pure: no torch, no pytest.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+
+from pytest_accel.core.outcomes import Outcome, Verdict
+from pytest_accel.core.units import format_change
+
+__all__ = ["AGAIN", "Reading", "weigh"]
+
+# What would let a figure be judged that two readings could not settle.
+AGAIN = "run them again in a new process (pytest <same args> -k <test>)"
+
+
+class Reading(enum.Enum):
+    """What a second reading that said "unchanged" says of a suspect."""
+
+    AGREES = "agrees"
+    CANNOT_TELL = "cannot tell"
+    REFUTES = "refutes"
+
+
+def weigh(first: Verdict, second: Verdict, tolerance: float) -> tuple[Reading, str]:
+    """How ``second`` (an "unchanged" reading) bears on ``first`` (regressed or improved), and the two
+    figures together as text ("+8.1% [+3.9% .. +12.4%]"; "" when a figure is missing)."""
+    figures = (first.ratio, first.low, first.high, second.ratio, second.low, second.high)
+    if second.outcome is not Outcome.UNCHANGED or any(f is None or f <= 0 for f in figures):
+        return Reading.REFUTES, ""
+    assert first.ratio and first.low and first.high and second.ratio and second.low and second.high
+    side = 1.0 if first.outcome is Outcome.REGRESSED else -1.0  # the suspect's direction, in logs
+    this, that = side * math.log(first.ratio), side * math.log(second.ratio)
+    near, far = sorted((side * math.log(second.low), side * math.log(second.high)))
+    this_near = min(side * math.log(first.low), side * math.log(first.high))
+    mean = (this + that) / 2
+    half = math.hypot(this - this_near, that - near) / 2  # two independent readings, each its own interval
+    low, high = sorted((math.exp(side * (mean - half)), math.exp(side * (mean + half))))
+    together = format_change(math.exp(side * mean), low, high)
+    if mean <= math.log1p(tolerance) or far <= math.log1p(tolerance):
+        return Reading.REFUTES, together  # together within the tolerance, or the second sure it is within
+    if near > 0:
+        return Reading.AGREES, together
+    return (Reading.CANNOT_TELL if far >= this else Reading.REFUTES), together
