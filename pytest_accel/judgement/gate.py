@@ -158,13 +158,18 @@ _OPPOSITE = "a fresh process said the opposite"
 
 
 def _fresh_noisy(first: Verdict, said: str, short: str) -> Verdict:
+    return _unsettled(first, f"this process said {first.reason}; {said}; not judged", short)
+
+
+def _unsettled(figures: Verdict, reason: str, short: str) -> Verdict:
+    """A noisy time verdict with ``figures``' ratio: two readings that did not settle a suspect."""
     return Verdict(
         Outcome.NOISY,
         "time",
-        f"this process said {first.reason}; {said}; not judged",
-        ratio=first.ratio,
-        normalized=first.normalized,
-        detectable=first.detectable,
+        reason,
+        ratio=figures.ratio,
+        normalized=figures.normalized,
+        detectable=figures.detectable,
         abstention=Abstention(short, _AGAIN),
     )
 
@@ -267,15 +272,8 @@ def reread(first: Verdict, again: Verdict, tolerance: float) -> Verdict:
     if reading is Reading.AGREES:
         return replace(again, outcome=first.outcome, reason=f"{again.reason}; with the first, {together}: it agrees")
     if reading is Reading.CANNOT_TELL:
-        return Verdict(
-            Outcome.NOISY,
-            "time",
-            f"{again.reason}; with the first, {together}: it could not tell",
-            ratio=again.ratio,
-            normalized=again.normalized,
-            detectable=again.detectable,
-            abstention=Abstention("a re-measurement could not tell", _AGAIN),
-        )
+        said = f"{again.reason}; with the first, {together}: it could not tell"
+        return _unsettled(again, said, "a re-measurement could not tell")
     return again
 
 
