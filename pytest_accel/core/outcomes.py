@@ -81,6 +81,9 @@ class Verdict:
     remeasured: tuple[float, ...] = field(default=(), compare=False)  # ... and the confirming re-measurements' ratios
     # A noisy or new verdict's short form, for the summary (files keep it beside ``reason``).
     abstention: Abstention | None = field(default=None, compare=False)
+    # What limits ``detectable`` when the interval rather than the tolerance sets it, in a few words
+    # ("its recordings' spread"): the summary counts them (judgement/sight.py).
+    sight: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (result files, test reports)."""
@@ -94,6 +97,7 @@ class Verdict:
             "normalized": self.normalized,
             "detectable": self.detectable,
             **({} if self.abstention is None else {"abstention": dataclasses.asdict(self.abstention)}),
+            **({} if self.sight is None else {"sight": self.sight}),
         }
 
     @classmethod
@@ -110,7 +114,11 @@ class Verdict:
         )
         normalized = data.get("normalized") is True
         abstention = _abstention(data.get("abstention"), f"{metric} verdict: 'abstention'")
-        return cls(outcome, metric, reason, ratio, low, high, p_value, normalized, detectable, abstention=abstention)
+        sight = data.get("sight")
+        if sight is not None and not isinstance(sight, str):
+            raise ValueError(f"{metric} verdict: 'sight' must be a string or absent, got {sight!r}")
+        figures = (ratio, low, high, p_value, normalized, detectable)
+        return cls(outcome, metric, reason, *figures, abstention=abstention, sight=sight)
 
 
 _FIGURES = ("ratio", "low", "high", "p_value", "detectable")

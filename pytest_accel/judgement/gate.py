@@ -149,6 +149,7 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict, tolerance: floa
         ratio=first.ratio if outcome is Outcome.NOISY else None,
         normalized=first.normalized,
         detectable=first.detectable,
+        sight=first.sight,
         abstention=None if fresh.verdict is None else fresh.verdict.abstention,
     )
 
@@ -170,6 +171,7 @@ def _unsettled(figures: Verdict, reason: str, short: str) -> Verdict:
         ratio=figures.ratio,
         normalized=figures.normalized,
         detectable=figures.detectable,
+        sight=figures.sight,
         abstention=Abstention(short, _AGAIN),
     )
 
@@ -465,6 +467,7 @@ class Gate:
                 ratio=suspect.ratio,
                 normalized=suspect.normalized,
                 detectable=suspect.detectable,
+                sight=suspect.sight,
                 abstention=Abstention(f"{self.refuted} suspects refuted by fresh processes", _AGAIN),
             ), None
         fresh = self._fresh(test, metric)

@@ -53,9 +53,9 @@ from pytest_accel.core.stats import (
     quantile,
     ratio_confidence_interval,
     relative_spread,
-    z_score,
 )
 from pytest_accel.core.units import format_percent_change as _percent
+from pytest_accel.judgement.sight import Width, between_run, limited_by
 from pytest_accel.judgement.state import (
     CALIBRATED,
     StateShift,
@@ -239,33 +239,18 @@ def pooled_run_spread(entries: Sequence[Sequence[float]]) -> tuple[float, float]
     return (median(spreads), float(len(spreads))) if spreads else None
 
 
-def _between_run(runs: Sequence[float], pooled: tuple[float, float] | None, policy: VerdictPolicy) -> float:
-    """The between-run half-width (log scale) of a baseline's centre and one new run.
-
-    The SD is the entry's own, but never below the file's typical one (``pooled_run_spread``) nor
-    ``between_run_floor``: three recordings that happened to agree cannot make a test look steadier
-    than the host's tests typically are (three numbers 4% apart made a drift of +10.9% "regressed"
-    on the AMD VM), while a test that is truly noisier keeps its own width. Normal quantile: the
-    typical SD comes from the whole file, not from three numbers. Widened by sqrt(1 + 1/runs) for
-    the uncertainty of the centre.
-    """
-    own = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 2 else 0.0
-    typical = pooled[0] if pooled is not None else 0.0
-    return z_score(policy.confidence) * max(own, typical, policy.between_run_floor) * math.sqrt(1 + 1 / len(runs))
-
-
 def _ratio_interval(
     now: Sequence[float],
     then: Sequence[float],
     run_medians: Sequence[float],
     policy: VerdictPolicy,
     pooled: tuple[float, float] | None = None,
-) -> tuple[float, float]:
-    """Ratio of this run's median to the baseline runs' median, and the half-width of its interval (log scale).
+) -> tuple[float, Width]:
+    """Ratio of this run's median to the baseline runs' median, and its interval's half-width (log scale) by parts.
 
     Two independent errors add on the log scale: the within-run one (the distribution-free
     interval of this run's samples against the latest baseline samples) and the between-run one
-    (``_between_run``). Two recordings that disagree count too: the README asks for two or three,
+    (``sight.between_run``). Two recordings that disagree count too: the README asks for two or three,
     and a pair 18% apart (one process 1.1x off, seen on the 2-core VM) put a centre 9% off the
     truth, which unchanged code then read as "improved -9%" run after run.
     """
@@ -273,7 +258,8 @@ def _ratio_interval(
     ratio = median(now) / median(runs)
     _, within_low, within_high = ratio_confidence_interval(now, then, policy.confidence)
     within = (math.log(within_high) - math.log(within_low)) / 2
-    return ratio, math.hypot(within, _between_run(runs, pooled, policy))
+    between, source, spread = between_run(runs, pooled, policy.between_run_floor, policy.confidence)
+    return ratio, Width(within, between, source, spread, len(runs))
 
 
 def _separated(now: Sequence[float], then: Sequence[float], runs: Sequence[float], tolerance: float) -> bool:
@@ -341,9 +327,9 @@ def _unsteady(
     )
 
 
-def _what_it_could_see(detectable: float, shift: StateShift, shared: str) -> str:
+def _what_it_could_see(detectable: float, shift: StateShift, shared: str, limit: str) -> str:
     """The clause an unchanged verdict ends with: the smallest slowdown it could have called, and why."""
-    sees = f"; could see a slowdown of {detectable * 100:.0f}% or more"
+    sees = f"; could see a slowdown of {detectable * 100:.0f}% or more{limit}"
     if shift.slower > 0:
         sees += f" (widened by {math.expm1(shift.slower) * 100:.1f}%: {shift.why_slower})"
     if shared:
@@ -462,7 +448,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
             return drifted
         shift = state_shift(current.state, _covered_states(current, baseline, policy), policy.state_noise_floor)
     pooled = baseline.pooled_spread if runs else None
-    ratio, half_width = _ratio_interval(now, then, runs, policy, pooled)
+    ratio, width = _ratio_interval(now, then, runs, policy, pooled)
+    half_width = width.half_width
     beyond_state = ""
     ruled_out: list[str] = []
     if ratio > 1 + policy.tolerance and shift.slower > policy.state_limit:
@@ -493,7 +480,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     band = f"time {_percent(ratio)} [{policy.confidence:.0%} CI {_percent(low)} .. {_percent(high)}]"
     if normalized:
         band += " relative to the reference kernel"
-    sees = _what_it_could_see(detectable, shift, shared)
+    sight = limited_by(width, shift.slower, policy.tolerance)
+    sees = _what_it_could_see(detectable, shift, shared, "" if sight is None else sight[1])
     if ratio > 1 + policy.tolerance and low > 1:
         outcome, text = (
             Outcome.REGRESSED,
@@ -507,7 +495,9 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     if too_unsteady is not None and outcome is not Outcome.REGRESSED:
         return too_unsteady  # the wide spread was let through only for a slowdown that clears the interval
     kept = tuple(ruled_out) if outcome is Outcome.REGRESSED else ()
-    return Verdict(outcome, "time", text, ratio, low, high, p_value, normalized, detectable, kept)
+    return Verdict(
+        outcome, "time", text, ratio, low, high, p_value, normalized, detectable, kept, sight=sight and sight[0]
+    )
 
 
 def _assumed_spread(runs: Sequence[float], pooled: tuple[float, float] | None, policy: VerdictPolicy) -> str:
@@ -575,4 +565,5 @@ def combine(first: Verdict, confirmations: Sequence[Verdict]) -> Verdict:
         p_value=last.p_value,
         normalized=last.normalized,
         detectable=last.detectable,
+        sight=last.sight,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_accel.core.measurement import display_name, mode_note, short_names
@@ -165,18 +166,19 @@ _SIGHT = 0.10
 
 
 def _sight_lines(records: Sequence[Recorded]) -> list[str]:
-    """How many verdicts could have seen a 10% slowdown: "unchanged" is not "within 5%" on a noisy machine."""
-    judged = [
-        r.verdict.time.detectable for r in records if r.verdict is not None and r.verdict.time.detectable is not None
-    ]
+    """How many verdicts could have seen a 10% slowdown: "unchanged" is not "within 5%" on a noisy machine;
+    and what limited the others (judgement/sight.py), so the remedy is the right one."""
+    judged = [r.verdict.time for r in records if r.verdict is not None and r.verdict.time.detectable is not None]
     if not judged:
         return []
-    blind = sorted(d for d in judged if d > _SIGHT)
+    blind = sorted((v for v in judged if (v.detectable or 0.0) > _SIGHT), key=lambda v: v.detectable or 0.0)
     line = f"accel: {len(judged) - len(blind)} of {len(judged)} judged figures could see a {_SIGHT:.0%} slowdown"
     if blind:
-        smallest, largest = f"{blind[0] * 100:.0f}%", f"{blind[-1] * 100:.0f}%"
+        smallest, largest = f"{(blind[0].detectable or 0) * 100:.0f}%", f"{(blind[-1].detectable or 0) * 100:.0f}%"
         sight = smallest if smallest == largest else f"{smallest}-{largest}"
-        line += f"; {len(blind)} only {sight} or more (a noisier machine or baseline)"
+        causes = Counter(v.sight or "a noisier machine or baseline" for v in blind)
+        limits = ", ".join(f"{cause} ({count})" for cause, count in sorted(causes.items(), key=lambda c: -c[1]))
+        line += f"; {len(blind)} only {sight} or more, limited by {limits}"
     return [line]
 
 

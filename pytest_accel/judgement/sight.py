@@ -1,0 +1,96 @@
+"""What limits a verdict's sight: the part of its interval that sets the smallest slowdown it could call.
+
+A time verdict's interval adds two independent errors on the log scale: this run's rounds against
+the baseline's (``within``) and the spread between processes (``between``: the baseline's own
+recordings, the file's typical spread, or the assumed floor), and the machine's state widens its slow
+side linearly. When the interval, not the tolerance, sets the sight, the verdict names the widest
+part and what would narrow it: the fix differs (a longer measurement, more recordings, a quieter
+machine), and "could see 15%" alone does not say which.
+
+Measured on the 2-core AMD VM, 8 forward SDPA tests, three recordings minutes apart
+(docs/studies/sight): the flash decode kernel saw 15% four and a half hours later because its three
+recordings spread 0.62-0.70 (SD 6.1% between processes), not because of its rounds.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, final
+
+from pytest_accel.core.stats import z_score
+
+# The short causes a summary counts; the verdict's clause says them in full.
+RECORDINGS, TYPICAL, FLOOR, ROUNDS, STATE = (
+    "its recordings' spread",
+    "the file's typical spread",
+    "the assumed spread between processes",
+    "this run's rounds",
+    "the machine's state",
+)
+
+
+@final
+@dataclass(frozen=True)
+class Width:
+    """A verdict's half-width (log scale) by its parts, and where the between-process part came from."""
+
+    within: float  # this run's rounds against the baseline's latest samples
+    between: float  # the spread between processes, widened for the uncertainty of the centre
+    source: Literal["recordings", "typical", "floor"]  # which SD set ``between``
+    spread: float  # that SD (log scale)
+    runs: int  # how many recorded runs the centre comes from
+
+    @property
+    def half_width(self) -> float:
+        return math.hypot(self.within, self.between)
+
+
+def between_run(
+    runs: Sequence[float], pooled: tuple[float, float] | None, floor: float, confidence: float
+) -> tuple[float, Literal["recordings", "typical", "floor"], float]:
+    """The between-run half-width (log scale) of a baseline's centre and one new run, which SD set it, and that SD.
+
+    The SD is the entry's own, but never below the file's typical one (``pooled_run_spread``) nor
+    ``floor``: three recordings that happened to agree cannot make a test look steadier than the
+    host's tests typically are (three numbers 4% apart made a drift of +10.9% "regressed" on the AMD
+    VM), while a test that is truly noisier keeps its own width. Normal quantile: the typical SD
+    comes from the whole file, not from three numbers. Widened by sqrt(1 + 1/runs) for the
+    uncertainty of the centre.
+    """
+    own = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 2 else 0.0
+    typical = pooled[0] if pooled is not None else 0.0
+    spread, source = max((own, "recordings"), (typical, "typical"), (floor, "floor"), key=lambda pair: pair[0])
+    return z_score(confidence) * spread * math.sqrt(1 + 1 / len(runs)), source, spread  # type: ignore[return-value]
+
+
+def limited_by(width: Width, slower_shift: float, tolerance: float) -> tuple[str, str] | None:
+    """(the short cause, the clause) of the widest part of the interval, when the interval rather than
+    the tolerance sets the sight; None when the tolerance does. The state's part is linear on the slow
+    side, the others add in quadrature, so each is compared by what it alone would give."""
+    if math.exp(width.half_width + slower_shift) - 1 <= tolerance:
+        return None
+    between = {"recordings": RECORDINGS, "typical": TYPICAL, "floor": FLOOR if width.runs > 1 else RECORDINGS}
+    parts = {ROUNDS: width.within, between[width.source]: width.between, STATE: slower_shift}
+    cause = max(parts, key=lambda name: parts[name])
+    if cause == STATE:
+        return STATE, ""  # the state's part has its own clause ("widened by ...")
+    sd = f"SD {width.spread * 100:.1f}%"  # of the log figure: about the relative SD
+    if cause == ROUNDS:
+        why = f"this run's rounds against the baseline's (±{math.expm1(width.within) * 100:.1f}%)"
+        remedy = "a longer --accel-measure-seconds narrows it"
+    elif cause == RECORDINGS and width.runs == 1:
+        why = f"its one recording, which cannot show the spread between processes ({sd} assumed)"
+        remedy = "record it again (--accel-update)"
+    elif cause == RECORDINGS:
+        why = f"the spread of its {width.runs} recordings ({sd} between processes)"
+        remedy = "recordings at other times (--accel-update keeps up to 10) measure it better"
+    elif cause == TYPICAL:
+        why = f"the spread between processes typical of this baseline file ({sd})"
+        remedy = "a quieter machine narrows it"
+    else:
+        why = f"the smallest spread between processes assumed for any test ({sd}, measured on a quiet VM)"
+        remedy = "its recordings agree more closely than that"
+    return cause, f"; limited by {why}: {remedy}"
