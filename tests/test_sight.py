@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import get_args
 
 import pytest
 from hypothesis import given
@@ -11,7 +12,17 @@ from hypothesis import strategies as st
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.judgement.results import Recorded
-from pytest_accel.judgement.sight import FLOOR, RECORDINGS, ROUNDS, STATE, TYPICAL, Width, between_run, limited_by
+from pytest_accel.judgement.sight import (
+    FLOOR,
+    RECORDINGS,
+    ROUNDS,
+    STATE,
+    TYPICAL,
+    Source,
+    Width,
+    between_run,
+    limited_by,
+)
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, VerdictRecord, judge_time
 from pytest_accel.outputs.terminal import verdict_summary
 
@@ -72,11 +83,11 @@ def test_the_between_part_says_which_spread_set_it() -> None:
 parts = st.floats(0.0, 0.5)
 
 
-@given(parts, parts, parts, st.sampled_from(["recordings", "typical", "floor"]), st.integers(1, 10))
+@given(parts, parts, parts, st.sampled_from(get_args(Source)), st.integers(1, 10))
 def test_a_cause_is_named_exactly_when_the_interval_sets_the_sight(
-    within: float, between: float, shift: float, source: str, runs: int
+    within: float, between: float, shift: float, source: Source, runs: int
 ) -> None:
-    width = Width(within, between, source, 0.02, runs)  # type: ignore[arg-type]
+    width = Width(within, between, source, 0.02, runs)
     limit = limited_by(width, shift, 0.05)
     assert (limit is None) == (math.exp(width.half_width + shift) - 1 <= 0.05)
     if limit is not None and limit[0] == ROUNDS:

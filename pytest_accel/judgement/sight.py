@@ -30,6 +30,7 @@ RECORDINGS, TYPICAL, FLOOR, ROUNDS, STATE = (
     "this run's rounds",
     "the machine's state",
 )
+Source = Literal["recordings", "typical", "floor"]  # which SD set the between-process part
 
 
 @final
@@ -39,7 +40,7 @@ class Width:
 
     within: float  # this run's rounds against the baseline's latest samples
     between: float  # the spread between processes, widened for the uncertainty of the centre
-    source: Literal["recordings", "typical", "floor"]  # which SD set ``between``
+    source: Source  # which SD set ``between``
     spread: float  # that SD (log scale)
     runs: int  # how many recorded runs the centre comes from
 
@@ -50,7 +51,7 @@ class Width:
 
 def between_run(
     runs: Sequence[float], pooled: tuple[float, float] | None, floor: float, confidence: float
-) -> tuple[float, Literal["recordings", "typical", "floor"], float]:
+) -> tuple[float, Source, float]:
     """The between-run half-width (log scale) of a baseline's centre and one new run, which SD set it, and that SD.
 
     The SD is the entry's own, but never below the file's typical one (``pooled_run_spread``) nor
@@ -62,8 +63,9 @@ def between_run(
     """
     own = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 2 else 0.0
     typical = pooled[0] if pooled is not None else 0.0
-    spread, source = max((own, "recordings"), (typical, "typical"), (floor, "floor"), key=lambda pair: pair[0])
-    return z_score(confidence) * spread * math.sqrt(1 + 1 / len(runs)), source, spread  # type: ignore[return-value]
+    candidates: list[tuple[float, Source]] = [(own, "recordings"), (typical, "typical"), (floor, "floor")]
+    spread, source = max(candidates, key=lambda pair: pair[0])
+    return z_score(confidence) * spread * math.sqrt(1 + 1 / len(runs)), source, spread
 
 
 def limited_by(width: Width, slower_shift: float, tolerance: float) -> tuple[str, str] | None:
