@@ -27,7 +27,7 @@ PURE = ("core", "storage", "judgement", "outputs")  # no torch, no pytest: teste
 
 # The face is two stacks, one folder each, that never import each other: the pytest plugin (pytest
 # loads plugin/__init__, which registers the session, which connects the parts) and the command line
-# (commands/: cli -> ab -> absides -> abworker). A module may import face modules of its own stack on
+# (commands/: cli -> bisect -> bisectsteps -> ab -> absides -> abworker). A module may import face modules of its own stack on
 # a lower tier only; a new face module needs a place.
 FACE_MODULES = {
     # the pytest plugin
@@ -45,9 +45,10 @@ FACE_MODULES = {
     "commands.abworker": ("commands", 0),  # a side's worker: standard library and pytest only
     "commands.absides": ("commands", 1),
     "commands.ab": ("commands", 2),
-    "commands.bisect": ("commands", 3),  # a search of ab sittings
-    "commands.cli": ("commands", 4),
-    "__main__": ("commands", 5),
+    "commands.bisectsteps": ("commands", 3),  # a bisect's sittings, each an ab sitting
+    "commands.bisect": ("commands", 4),  # the search of a range and its answer
+    "commands.cli": ("commands", 5),
+    "__main__": ("commands", 6),
 }
 SESSION_LINES = 250  # the face only wires: logic lives in the layers and parts it connects
 
