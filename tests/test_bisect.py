@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from test_ab import INI, KERNEL, TEST, assert_nothing_left, commit, git
@@ -246,6 +247,7 @@ def test_a_culprit_that_is_not_slower_alone_is_doubted_on_the_page_and_in_the_an
         (a, 3): (Reading(Outcome.REGRESSED, 1.14, 1.09, 1.19, 10), ()),
         (b, 3): (Reading(Outcome.UNCHANGED, 1.004, 0.98, 1.03, 10), ()),
     }
+    bisect.rechecked = {(b, 3): Reading(Outcome.REGRESSED, 1.06, 1.01, 1.11, 20)}
     bisection = Bisection(commits, [a, b])
     bisection.searches = {}
     bisection.findings = {t: [Finding(0, 2, (3,), "good")] for t in (a, b)}
@@ -255,9 +257,72 @@ def test_a_culprit_that_is_not_slower_alone_is_doubted_on_the_page_and_in_the_an
         "|---|---|---|---|",
         "| test_k[a] | +15.0% [+10.0% .. +20.0%] | +14.0% [+9.0% .. +19.0%] | the whole change |",
         "| test_k[b] | +15.0% [+10.0% .. +20.0%] | +0.4% [-2.0% .. +3.0%] | the whole change |",
-        "not slower alone: test_k[b]: the culprit against its parent read no slowdown, so a step may have misread it; "
-        "check: pytest-accel ab ccccccccc ddddddddd -- <the same tests>",
+        "not slower alone: the culprit against its parent read no slowdown; measured again: test_k[b] against "
+        "aaaaaaaaa: +6.0% [+1.0% .. +11.0%] (regressed); check: pytest-accel ab ccccccccc ddddddddd -- <the same "
+        "tests>",
         "",
     ]
     answer = document(bisect, bisection, 1)["findings"]
     assert [answer[t][0]["slower_alone"] for t in (a, b)] == [True, False]
+
+
+def test_a_culprit_read_not_slower_twice_is_withdrawn_on_the_page_and_in_the_answer() -> None:
+    """quiet-2's misread commit (docs/studies/bisect), had it been measured again against its anchor."""
+    from pytest_accel.commands.bisect import Bisect, BisectSettings, Reading, _withdrawn_lines, document
+    from pytest_accel.judgement.bisection import Bisection, Finding
+
+    commits = [f"{i:x}" * 40 for i in range(10, 15)]
+    bisect = Bisect(BisectSettings(("t.py",), "good", "bad"), Path("."), commits, dict.fromkeys(commits, "docs"))
+    a, b = "t.py::test_k[a]", "t.py::test_k[b]"
+    bisect.tests = (a, b)
+    bisect.evidence = {(a, 2): (Reading(Outcome.UNCHANGED, 0.969, 0.918, 1.023, 40), ())}
+    bisect.rechecked = {(a, 2): Reading(Outcome.UNCHANGED, 1.004, 0.97, 1.04, 20)}
+    bisection = Bisection(commits, [a, b])
+    bisection.searches = {}
+    bisection.findings = {a: [Finding(0, 1, (2,), "bad"), Finding(2, 3, (4,), "")], b: [Finding(0, 3, (4,), "")]}
+    bisection.withdraw(a, 2)
+    assert _withdrawn_lines(bisect, bisection) == [
+        'withdrawn: ccccccccc "docs" for test_k[a]: a step read it slower, but against its parent it read -3.1% '
+        "[-8.2% .. +2.3%] and again against aaaaaaaaa +0.4% [-3.0% .. +4.0%]: a misreading; the search went on "
+        "after it"
+    ]
+    withdrawn = document(bisect, bisection, 1)["withdrawn"]
+    assert list(withdrawn) == [a] and withdrawn[a][0]["suspects"] == [commits[2]]
+    assert withdrawn[a][0]["again"]["ratio"] == 1.004
+
+
+def test_a_misread_culprit_is_rechecked_withdrawn_and_the_search_finds_the_real_one() -> None:
+    """The whole loop with its sittings played by an oracle: commit 6 made the test slower; the first
+    step that measures commit 4 misreads it as slower (as quiet-2's bimodal kernel did)."""
+    from pytest_accel.commands.bisect import Bisect, BisectSettings, Reading, pin, report
+    from pytest_accel.judgement.bisection import Bisection
+
+    commits = [f"{i:x}" * 40 for i in range(16)][:9]
+    bisect = Bisect(BisectSettings(("t.py",), "good", "bad"), Path("."), commits, dict.fromkeys(commits, "a change"))
+    t = "t.py::test_k"
+    bisect.tests, bisect.whole = (t,), {t: Reading(Outcome.REGRESSED, 1.15, 1.10, 1.20, 9)}
+    bisect.change = dict(bisect.whole)
+    asked: list[tuple[str, int, int]] = []
+
+    def reading(base: int, head: int) -> Reading:
+        slower = (head >= 6 > base) or (head == 4 and not any(k == "search" and h == 4 for k, _, h in asked[:-1]))
+        return Reading(Outcome.REGRESSED, 1.15, 1.1, 1.2, 10) if slower else Reading(Outcome.UNCHANGED, 1.0, 0.97, 1.03)
+
+    def measure(kind: str, base: int, head: int, tests: tuple[str, ...], first_try: int = 0) -> object:
+        asked.append((kind, base, head))
+        return {test: reading(base, head) for test in tests}, False
+
+    def sitting(kind: str, base: int, head: int, tests: tuple[str, ...], *_: object, **__: object) -> object:
+        asked.append((kind, base, head))
+        return SimpleNamespace(tracks={}), {test: reading(base, head) for test in tests}
+
+    bisect.measure, bisect._sitting = measure, sitting  # type: ignore[method-assign]
+    bisection = Bisection(commits, [t])
+    pin(bisect, bisection)
+    # the rest (8 against 4) read slower, so a second search from 4 found 6; 4 is then withdrawn
+    assert [(f.culprit, f.anchor) for f in bisection.findings[t]] == [(6, 4)]
+    assert [f.culprit for f in bisection.withdrawn[t]] == [4]
+    assert ("recheck", 0, 4) in asked and ("culprit", 5, 6) in asked
+    assert bisect.rechecked[(t, 4)] is not None and not bisect.stopped
+    page = report(bisect, bisection, 1)
+    assert "| +15.0% [+10.0% .. +20.0%] | the whole change |" in page and "withdrawn: 444444444" in page

@@ -126,3 +126,38 @@ def test_any_history_of_times_ends_and_every_finding_is_a_real_crossing(factors:
         anchor = times("t", finding.anchor)
         assert times("t", finding.culprit) > anchor * 1.05
         assert times("t", finding.last_good) <= anchor * 1.05
+
+
+def test_a_withdrawn_culprit_whose_rest_found_the_next_step_leaves_that_finding_alone() -> None:
+    """quiet-2 (docs/studies/bisect): a step read harmless commit 4 slower, the rest (16 against 4) was slower
+    and a second search found commit 7; commit 4 then read not slower twice. Commit 7 stands, alone."""
+    bisection = Bisection([f"c{i}" for i in range(17)], ["t"])
+    bisection.searches["t"].good, bisection.searches["t"].bad = 3, 4  # a step misread commit 4 as slower
+    bisection.next_step()  # settles: culprit 4, its rest due
+    bisection.record(Step("rest", 4, 16, ("t",)), {"t": Judged.BAD})
+    run(bisection, step_at(7))
+    assert [(f.culprit, f.anchor) for f in bisection.findings["t"]] == [(4, 0), (7, 4)]
+    bisection.withdraw("t", 4)
+    assert [(f.culprit, f.anchor) for f in bisection.findings["t"]] == [(7, 4)]
+    assert [f.culprit for f in bisection.withdrawn["t"]] == [4] and bisection.next_step() is None
+
+
+def test_a_withdrawn_culprit_that_explained_the_whole_change_resumes_its_search_after_it() -> None:
+    bisection = Bisection([f"c{i}" for i in range(17)], ["t"])
+    bisection.searches["t"].good, bisection.searches["t"].bad = 3, 4  # a step misread commit 4 as slower
+    bisection.next_step()  # settles: culprit 4, its rest due
+    bisection.record(Step("rest", 4, 16, ("t",)), {"t": Judged.GOOD})  # the rest read as good: nothing more
+    assert [f.culprit for f in bisection.findings["t"]] == [4]
+    bisection.withdraw("t", 4)
+    assert bisection.findings["t"] == [] and [f.culprit for f in bisection.withdrawn["t"]] == [4]
+    steps = run(bisection, step_at(11))
+    assert steps[0].anchor == 0 and 4 < steps[0].commit < 16
+    (finding,) = bisection.findings["t"]
+    assert finding.exact and (finding.culprit, finding.anchor, finding.last_good) == (11, 0, 10)
+
+
+def test_a_withdrawn_bad_commit_leaves_nothing_to_resume() -> None:
+    bisection = Bisection(["c0", "c1", "c2"], ["t"])
+    run(bisection, step_at(2))
+    bisection.withdraw("t", 2)
+    assert bisection.findings["t"] == [] and bisection.next_step() is None and bisection.open_ranges() == {}

@@ -7,7 +7,9 @@ search's anchor (the good commit; for the rest of a change, the culprit before).
 undecided is measured again, longer (pairs and minutes doubled, ``tries`` sittings in all), never
 taken for good or bad; a commit whose tests cannot be measured at all (it does not build, import or
 collect) is skipped and named. Each culprit found exactly is then measured against the commit before
-it, profiled: its own change and which operators moved. Time only: peak memory is ``ab``'s to judge.
+it, profiled: its own change and which operators moved. One that reads no slowdown there is measured
+again against its anchor, longer; not slower again, it was a step's misreading: it is withdrawn, named
+as such, and its search resumes after it. Time only: peak memory is ``ab``'s to judge.
 
 Exit codes as ``ab``'s: 0 the range did not get slower, or there is nothing to bisect; 1 it did (the
 culprit named, or the range narrowed when the budget ran out or a sitting failed); 125 the first
@@ -21,7 +23,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -55,7 +57,7 @@ __all__ = [
 ]
 
 BISECT_SCHEMA = 1
-_SITTING_FOLDER = re.compile(r"^\d{2,}-(range|search|rest|culprit)-[0-9a-f]{9}$")
+_SITTING_FOLDER = re.compile(r"^\d{2,}-(range|search|rest|culprit|recheck)-[0-9a-f]{9}$")
 
 
 def _prepare_out(out: Path) -> None:
@@ -117,9 +119,11 @@ def _label(bisect: Bisect, index: int) -> str:
     return f'{sha[:9]} "{bisect.subjects[sha]}"'
 
 
-def _share(finding: Finding, bisect: Bisect) -> str:
-    """How much of the range's change a finding's culprit made, as far as the rest's sitting told."""
-    whole = "the whole change" if finding.anchor == 0 else "the rest of the change"
+def _share(finding: Finding, bisect: Bisect, withdrawn: Sequence[Finding] = ()) -> str:
+    """How much of the range's change a finding's culprit made, as far as the rest's sitting told (a search
+    anchored at a withdrawn culprit, as good as the good commit, looked for the whole change)."""
+    from_good = finding.anchor == 0 or any(w.culprit == finding.anchor for w in withdrawn)
+    whole = "the whole change" if from_good else "the rest of the change"
     if finding.rest == "":
         return whole if finding.culprit == len(bisect.commits) - 1 else f"the rest not measured ({bisect.stopped})"
     shares = {"good": whole, "bad": "part of it: a later step follows", "undecided": "part or all: the rest undecided"}
@@ -146,7 +150,7 @@ def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
         rows = []
         for test, finding in found:
             own, operators = bisect.evidence.get((test, culprit), (None, ()))
-            rest = _share(finding, bisect)
+            rest = _share(finding, bisect, bisection.withdrawn.get(test, ()))
             rows.append(
                 [
                     names.get(test, test),
@@ -167,15 +171,49 @@ def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
                 lines.extend(f"    {line}" for line in operators)
         if still:
             lines.append(f"operators: {NOTHING_MOVED}, in {len(still)} test(s): {', '.join(still)}")
-        doubted = [names.get(test, test) for test, finding in found if _alone(bisect, test, finding) is False]
+        doubted = [(test, finding) for test, finding in found if _alone(bisect, test, finding) is False]
         if doubted and len(suspects) == 1:
-            before = found[0][1].last_good
+            again = "; ".join(
+                f"{names.get(test, test)} against {bisect.commits[finding.anchor][:9]}: {_again(bisect, test, culprit)}"
+                for test, finding in doubted
+            )
             lines.append(
-                f"not slower alone: {', '.join(doubted)}: the culprit against its parent read no slowdown, so a step "
-                f"may have misread it; check: pytest-accel ab {bisect.commits[before][:9]} "
-                f"{bisect.commits[culprit][:9]} -- <the same tests>"
+                f"not slower alone: the culprit against its parent read no slowdown; measured again: {again}; "
+                f"check: pytest-accel ab {bisect.commits[found[0][1].last_good][:9]} {bisect.commits[culprit][:9]} "
+                "-- <the same tests>"
             )
         lines.append("")
+    return lines
+
+
+def _again(bisect: Bisect, test: str, culprit: int) -> str:
+    """What a doubted culprit read when measured again against its anchor (``Bisect.recheck``)."""
+    if (test, culprit) not in bisect.rechecked:
+        return f"not measured ({bisect.stopped or 'no time left'})"
+    again = bisect.rechecked[(test, culprit)]
+    return "could not be measured" if again is None else f"{again.change} ({again.outcome.value})"
+
+
+def _dict_of(reading: Reading | None) -> dict[str, Any] | None:
+    return None if reading is None else reading.to_dict()
+
+
+def _withdrawn_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
+    """Culprits a step named that read not slower against their parent and again against their anchor."""
+    names = dict(zip(bisect.tests, short_names(list(bisect.tests)), strict=True))
+    lines = []
+    for test, withdrawn in sorted(bisection.withdrawn.items()):
+        for finding in withdrawn:
+            own, _ = bisect.evidence[(test, finding.culprit)]
+            again = bisect.rechecked[(test, finding.culprit)]
+            assert again is not None  # withdrawn only on a reading
+            settled = bool(bisection.findings[test]) or test in bisection.searches
+            lines.append(
+                f"withdrawn: {_label(bisect, finding.culprit)} for {names.get(test, test)}: a step read it slower, "
+                f"but against its parent it read {own.change} and again against "
+                f"{bisect.commits[finding.anchor][:9]} {again.change}: a misreading; "
+                + ("the search went on after it" if settled else "nothing else pinned for this test")
+            )
     return lines
 
 
@@ -207,6 +245,7 @@ def report(bisect: Bisect, bisection: Bisection | None, code: int) -> str:
     else:
         lines.append("")
         lines.extend(_finding_lines(bisect, bisection))
+        lines.extend(_withdrawn_lines(bisect, bisection))
         others = [t for t, r in bisect.whole.items() if r.judged is not Judged.BAD and r.compared]
         if others:
             lines.append(
@@ -253,6 +292,17 @@ def document(bisect: Bisect, bisection: Bisection | None, code: int) -> dict[str
         "pytest_args": list(bisect.settings.pytest_args),
         "over_the_range": {test: reading.to_dict() for test, reading in sorted(bisect.whole.items())},
         "findings": findings,
+        "withdrawn": {
+            test: [
+                {
+                    **finding.to_dict(bisect.commits),
+                    "culprit_alone": bisect.evidence[(test, finding.culprit)][0].to_dict(),
+                    "again": _dict_of(bisect.rechecked[(test, finding.culprit)]),
+                }
+                for finding in found
+            ]
+            for test, found in sorted((bisection.withdrawn if bisection else {}).items())
+        },
         "not_pinned": {
             test: [bisect.commits[g], bisect.commits[b]]
             for test, (g, b) in sorted((bisection.open_ranges() if bisection else {}).items())
@@ -263,6 +313,16 @@ def document(bisect: Bisect, bisection: Bisection | None, code: int) -> dict[str
         "seconds": round(time.monotonic() - bisect.started, 1),
         "exit_code": code,
     }
+
+
+def pin(bisect: Bisect, bisection: Bisection) -> None:
+    """Search, measure each culprit against its parent, and recheck a culprit that read not slower there:
+    one withdrawn, its search resumes, until nothing is withdrawn, the budget ends or a sitting fails."""
+    bisect.search(bisection)
+    bisect.explain(bisection)
+    while not bisect.stopped and bisect.recheck(bisection):
+        bisect.search(bisection)
+        bisect.explain(bisection)
 
 
 def run_bisect(settings: BisectSettings) -> int:
@@ -283,8 +343,7 @@ def run_bisect(settings: BisectSettings) -> int:
     else:
         bisection, code = Bisection(bisect.commits, regressed), EXIT_REGRESSED
         try:
-            bisect.search(bisection)
-            bisect.explain(bisection)
+            pin(bisect, bisection)
         except KeyboardInterrupt:  # what was found so far is still the answer, and is written
             bisect.stopped, interrupted = "interrupted", True
     text = report(bisect, bisection, code)

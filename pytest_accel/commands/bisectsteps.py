@@ -139,6 +139,9 @@ class Bisect:
         self.tests: tuple[str, ...] = ()  # every test the first sitting measured
         self.whole: dict[str, Reading] = {}  # good -> bad, per test
         self.evidence: dict[tuple[str, int], tuple[Reading, tuple[str, ...]]] = {}
+        # (test, culprit) -> the culprit measured again against its anchor, after its own sitting read it
+        # not slower (None: that sitting could not measure it)
+        self.rechecked: dict[tuple[str, int], Reading | None] = {}
         self.change: dict[str, Reading] = {}  # per test: the change its search looks for (the range's, then a rest's)
         self.stopped = ""
 
@@ -168,7 +171,7 @@ class Bisect:
             base=self.commits[base],
             head=self.commits[head],
             plan=plan,
-            plans={test: self.split(test, plan) for test in tests} if kind == "search" else {},
+            plans={test: self.split(test, plan) for test in tests} if kind in ("search", "recheck") else {},
             max_minutes=minutes,
             out=self.settings.out / f"{len(self.log.sittings) + 1:02d}-{kind}-{self.commits[head][:9]}",
             cwd=self.settings.cwd,
@@ -274,7 +277,7 @@ class Bisect:
         wanted: dict[tuple[int, int], list[str]] = {}
         for test, findings in bisection.findings.items():
             for finding in findings:
-                if finding.exact:
+                if finding.exact and (test, finding.culprit) not in self.evidence:
                     wanted.setdefault((finding.last_good, finding.culprit), []).append(test)
         for (before, culprit), tests in sorted(wanted.items()):
             if self._left() < _LEAST_SECONDS:
@@ -294,6 +297,35 @@ class Bisect:
                     lines = next((t.operators for (name, _), t in sitting.tracks.items() if name == test), ())
                 if test in readings:
                     self.evidence[(test, culprit)] = (readings[test], lines)
+
+    def recheck(self, bisection: Bisection) -> bool:
+        """Each exact culprit whose own sitting read it not slower, measured again against its anchor with
+        the step's question, pairs and minutes doubled: read not slower again, it is withdrawn and its
+        search resumes (``Bisection.withdraw``). Whether any culprit was withdrawn."""
+        wanted: dict[tuple[int, int], list[str]] = {}
+        for test, findings in bisection.findings.items():
+            for finding in findings:
+                own, _ = self.evidence.get((test, finding.culprit), (None, ()))
+                doubted = finding.exact and own is not None and own.judged is Judged.GOOD
+                if doubted and (test, finding.culprit) not in self.rechecked:
+                    wanted.setdefault((finding.anchor, finding.culprit), []).append(test)
+        withdrawn = False
+        for (anchor, culprit), tests in sorted(wanted.items()):
+            try:
+                readings, cut = self.measure("recheck", anchor, culprit, tests, first_try=1)
+            except ABError as error:
+                self.stopped = f"a sitting failed: {str(error).splitlines()[0]}"
+                return withdrawn
+            for test in tests:
+                reading = (readings or {}).get(test)
+                self.rechecked[(test, culprit)] = reading
+                if reading is not None and reading.judged is Judged.GOOD:
+                    bisection.withdraw(test, culprit)
+                    withdrawn = True
+            if cut:
+                self.stopped = f"--max-minutes {self.settings.max_minutes:g} reached"
+                return withdrawn
+        return withdrawn
 
 
 def _range(top: Path, good: str, bad: str) -> tuple[str, ...]:

@@ -18,6 +18,10 @@ they do not.
   bad commit. Slower still: the change came in more than one step, and a second search, anchored
   at the first culprit, finds the next (a change in two steps of +8% names both). Not slower: the
   culprit explains the whole change.
+- **A withdrawn culprit**: one that read not slower against the commit before it and again, measured
+  longer, against its anchor, was a step's misreading (a bimodal kernel read a harmless commit +7.5%
+  slower once, docs/studies/bisect). It is withdrawn and its search resumes after it, unless a later
+  finding of the test already starts there (the rest was slower: the next step was found from it).
 """
 
 from __future__ import annotations
@@ -108,6 +112,7 @@ class Bisection:
         self.findings: dict[str, list[Finding]] = {test: [] for test in self.searches}
         self.rest_due: dict[str, int] = {}  # test -> the culprit whose rest is still to be measured
         self.unmeasurable: dict[int, str] = {}  # commit index -> why no test could be measured there
+        self.withdrawn: dict[str, list[Finding]] = {}  # test -> culprits found, then read not slower twice
 
     def _candidates(self, search: _Search) -> list[int]:
         return [i for i in range(search.good + 1, search.bad) if i not in search.blocked and i not in self.unmeasurable]
@@ -163,6 +168,18 @@ class Bisection:
                 search.good = step.commit
             else:
                 search.blocked.add(step.commit)
+
+    def withdraw(self, test: str, culprit: int) -> None:
+        """``test``'s exact culprit read not slower twice after its search named it: withdrawn, and the
+        search resumes after it (see the module docstring). A culprit that is the bad commit itself
+        leaves nothing to resume: the range's change is then not pinned for that test."""
+        findings = self.findings[test]
+        finding = next(f for f in findings if f.exact and f.culprit == culprit)
+        findings.remove(finding)
+        self.withdrawn.setdefault(test, []).append(finding)
+        found_from_it = any(f.anchor == culprit for f in findings)
+        if not found_from_it and culprit != self.last and test not in self.searches:
+            self.searches[test] = _Search(finding.anchor, culprit, self.last)
 
     def unmeasurable_commit(self, index: int, why: str) -> None:
         """A commit that could not be measured at all (it does not build, import or collect): every search skips it."""
