@@ -2,7 +2,8 @@
 # Hours after the recordings: unchanged code and a +10% same-operator slowdown, quiet, on the 8 forward
 # SDPA tests, against recordings made earlier (state_wait.sh's OUT/bl). Usage (from the repository root):
 #   docs/studies/quiet-wait/hours_later.sh BASELINES OUT_DIR
-# SPIN_OF=call: the plant slows each test's whole timed call by 10% (spin_plant.py), not its SDPA call.
+# SPIN_OF=call: the plant slows each test's whole timed call by about 10% (spin_plant.py), not its SDPA
+# call; SPIN_OF=fn: by exactly 10% of each call's own time (it wraps the workload handed to the fixture).
 set -uo pipefail
 bl=${1:?give the recorded baselines folder}
 out=${2:?give a folder for the logs}
