@@ -495,9 +495,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     if too_unsteady is not None and outcome is not Outcome.REGRESSED:
         return too_unsteady  # the wide spread was let through only for a slowdown that clears the interval
     kept = tuple(ruled_out) if outcome is Outcome.REGRESSED else ()
-    return Verdict(
-        outcome, "time", text, ratio, low, high, p_value, normalized, detectable, kept, sight=sight and sight[0]
-    )
+    limit = None if sight is None else sight[0]
+    return Verdict(outcome, "time", text, ratio, low, high, p_value, normalized, detectable, kept, sight=limit)
 
 
 def _assumed_spread(runs: Sequence[float], pooled: tuple[float, float] | None, policy: VerdictPolicy) -> str:
