@@ -27,8 +27,8 @@ PURE = ("core", "storage", "judgement", "outputs")  # no torch, no pytest: teste
 
 # The face is two stacks, one folder each, that never import each other: the pytest plugin (pytest
 # loads plugin/__init__, which registers the session, which connects the parts) and the command line
-# (commands/: cli -> bisect -> bisectsteps -> ab -> absides -> abworker). A module may import face modules of its own stack on
-# a lower tier only; a new face module needs a place.
+# (commands/: cli -> bisect -> bisectsteps -> ab -> absides -> abworker). A module may import face
+# modules of its own stack on a lower tier only; a new face module needs a place.
 FACE_MODULES = {
     # the pytest plugin
     "plugin.options": ("plugin", 0),  # every option declared once: read, validated, handed to children
