@@ -130,6 +130,11 @@ def _share(finding: Finding, bisect: Bisect, withdrawn: Sequence[Finding] = ()) 
     return shares[finding.rest]
 
 
+def _short_names(bisect: Bisect) -> dict[str, str]:
+    """Each test's name as the page shows it: what tells it from the other tests of the selection."""
+    return dict(zip(bisect.tests, short_names(list(bisect.tests)), strict=True))
+
+
 def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
     """Per culprit (or narrowed range): its tests, each test's change over the range and at the culprit."""
     lines: list[str] = []
@@ -137,7 +142,7 @@ def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
     for test, findings in sorted(bisection.findings.items()):
         for finding in findings:
             by_suspects.setdefault(finding.suspects, []).append((test, finding))
-    names = dict(zip(bisect.tests, short_names(list(bisect.tests)), strict=True))
+    names = _short_names(bisect)
     for suspects, found in sorted(by_suspects.items()):
         culprit = suspects[-1]
         if len(suspects) == 1:
@@ -200,7 +205,7 @@ def _dict_of(reading: Reading | None) -> dict[str, Any] | None:
 
 def _withdrawn_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
     """Culprits a step named that read not slower against their parent and again against their anchor."""
-    names = dict(zip(bisect.tests, short_names(list(bisect.tests)), strict=True))
+    names = _short_names(bisect)
     lines = []
     for test, withdrawn in sorted(bisection.withdrawn.items()):
         for finding in withdrawn:
