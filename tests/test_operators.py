@@ -335,19 +335,15 @@ def test_switched(throughput):
 
 @pytest.mark.slow  # a real timing verdict on a planted change: measures for real
 @pytest.mark.parametrize(
-    ("before", "after", "named"),
+    ("before", "after", "changed"),
     [
-        (
-            "flash",
-            "math",
-            ["*operators (+* per call): aten::_scaled_do…ttention_for_cpu: * -> gone*", "aten::bmm: new *"],
-        ),
-        ("strided", "copy", ["*operators (+* per call): aten::copy_: new * (1 call)*", "aten::copy_: new *"]),
+        ("flash", "math", ["aten::_scaled_do*ttention_for_cpu: * -> gone*", "aten::bmm: new *"]),
+        ("strided", "copy", ["aten::copy_: new * (1 call)*"]),
     ],
     ids=["sdpa-flash-to-math", "added-contiguous-copy"],
 )
 def test_a_switched_implementation_fails_naming_the_operators_that_changed(
-    perf_pytester: pytest.Pytester, before: str, after: str, named: list[str]
+    perf_pytester: pytest.Pytester, before: str, after: str, changed: list[str]
 ) -> None:
     """The issue's "done when": record, switch the implementation, and the failure names what changed."""
     perf_pytester.makepyfile(test_switched=SWITCHED)
@@ -356,11 +352,16 @@ def test_a_switched_implementation_fails_naming_the_operators_that_changed(
     (perf_pytester.path / "variant.txt").write_text(after)
     result = perf_pytester.runpytest(*OPTIONS, *STEADINESS_UNJUDGED, "--accel-json", "out.json")
     result.assert_outcomes(failed=1)
-    # The block names the largest change in its one operator line; the result file lists them all.
-    one_line, listed = named
-    result.stdout.fnmatch_lines(["*perf regressed: test_switched: time +*", one_line])
+    result.stdout.fnmatch_lines(["*perf regressed: test_switched: time +*"])
+    # The block's one operator line leads with the largest change; which of the changed operators
+    # is largest depends on the load of the moment, so it must be one of them. The result file lists them all.
+    (line,) = [line for line in result.stdout.lines if "operators (+" in line]
+    leading = line.split(" per call): ", 1)[1]
+    assert any(fnmatch.fnmatch(leading, pattern) for pattern in changed), line
     (entry,) = json.loads((perf_pytester.path / "out.json").read_text())["results"]
-    assert any(fnmatch.fnmatch(line.strip(), listed) for line in entry["verdict"]["operators"]), entry["verdict"]
+    listed = [line.strip() for line in entry["verdict"]["operators"]]
+    for pattern in changed:
+        assert any(fnmatch.fnmatch(item, pattern) for item in listed), (pattern, listed)
 
 
 def test_a_trace_folder_that_is_a_file_is_refused_before_measuring(perf_pytester: pytest.Pytester) -> None:
