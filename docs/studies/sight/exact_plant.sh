@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The +10% bar with a plant that is exactly +10%: the 8 forward SDPA tests recorded three times on a
+# quiet host, then RUNS times unchanged code and a spin of exactly 10% of each timed call's own time
+# (spin_plant.py's fn mode: what runs is unchanged, only time can see it). Each run's verdict counts
+# are printed at the end. Usage (from the repository root):
+#   docs/studies/sight/exact_plant.sh OUT_DIR [RUNS]
+set -uo pipefail
+out=${1:?give a folder for the logs}
+runs=${2:-3}
+plant=docs/studies/quiet-wait
+mkdir -p "$out"
+select=(perf_tests/test_attention.py -k "test_attention_forward and sdpa and not backward" --device cpu
+        -p no:cacheprovider --accel-baselines "$out/bl")
+for i in 1 2 3; do
+  date -u +"record $i %FT%TZ" >>"$out/times"
+  python -m pytest "${select[@]}" --accel-update >"$out/record$i.log" 2>&1
+done
+for run in $(seq 1 "$runs"); do
+  date -u +"run $run unchanged %FT%TZ" >>"$out/times"
+  python -m pytest "${select[@]}" --accel-json "$out/run$run-unchanged.json" >"$out/run$run-unchanged.log" 2>&1
+  date -u +"run $run planted %FT%TZ" >>"$out/times"
+  ACCEL_SPIN=0.10 ACCEL_SPIN_OF=fn PYTHONPATH="$plant" python -m pytest "${select[@]}" -p spin_plant \
+    --accel-json "$out/run$run-planted-10pct.json" >"$out/run$run-planted-10pct.log" 2>&1
+done
+date -u +"done %FT%TZ" >>"$out/times"
+python - "$out" "$runs" <<'PY'
+import json, sys
+from collections import Counter
+out, runs = sys.argv[1], int(sys.argv[2])
+for run in range(1, runs + 1):
+    for case in ("unchanged", "planted-10pct"):
+        results = json.load(open(f"{out}/run{run}-{case}.json"))["results"]
+        print(run, case, dict(Counter(r["verdict"]["time"]["outcome"] for r in results if r.get("verdict"))))
+PY
