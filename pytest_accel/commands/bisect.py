@@ -176,16 +176,25 @@ def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
                 lines.extend(f"    {line}" for line in operators)
         if still:
             lines.append(f"operators: {NOTHING_MOVED}, in {len(still)} test(s): {', '.join(still)}")
-        doubted = [(test, finding) for test, finding in found if _alone(bisect, test, finding) is False]
+        alone = {test: _alone(bisect, test, finding) for test, finding in found}
+        check = (
+            f"check: pytest-accel ab {bisect.commits[found[0][1].last_good][:9]} {bisect.commits[culprit][:9]} "
+            "-- <the same tests>"
+        )
+        doubted = [(test, finding) for test, finding in found if alone[test] is Judged.GOOD]
         if doubted and len(suspects) == 1:
             again = "; ".join(
                 f"{names.get(test, test)} against {bisect.commits[finding.anchor][:9]}: {_again(bisect, test, culprit)}"
                 for test, finding in doubted
             )
             lines.append(
-                f"not slower alone: the culprit against its parent read no slowdown; measured again: {again}; "
-                f"check: pytest-accel ab {bisect.commits[found[0][1].last_good][:9]} {bisect.commits[culprit][:9]} "
-                "-- <the same tests>"
+                f"not slower alone: the culprit against its parent read no slowdown; measured again: {again}; {check}"
+            )
+        unsure = [names.get(test, test) for test, _ in found if alone[test] is Judged.UNDECIDED]
+        if unsure and len(suspects) == 1:
+            lines.append(
+                f"undecided alone: the culprit against its parent could not tell, for {', '.join(unsure)}; the "
+                f"steps before it read it slower; {check}"
             )
         lines.append("")
     return lines
@@ -222,11 +231,16 @@ def _withdrawn_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
     return lines
 
 
-def _alone(bisect: Bisect, test: str, finding: Finding) -> bool | None:
-    """Whether the exact culprit against its parent read ``test`` regressed (None: not measured): the
-    check on a step that misread a harmless commit as slower (docs/studies/bisect)."""
+def _alone(bisect: Bisect, test: str, finding: Finding) -> Judged | None:
+    """What the exact culprit against its parent said of ``test`` (None: not measured): the check on a
+    step that misread a harmless commit as slower (docs/studies/bisect)."""
     own, _ = bisect.evidence.get((test, finding.culprit), (None, ()))
-    return None if own is None or not finding.exact else own.judged is Judged.BAD
+    return None if own is None or not finding.exact else own.judged
+
+
+def _slower_alone(judged: Judged | None) -> bool | None:
+    """The answer's ``slower_alone``: true (regressed), false (not slower), null (not measured, or undecided)."""
+    return None if judged is None or judged is Judged.UNDECIDED else judged is Judged.BAD
 
 
 def report(bisect: Bisect, bisection: Bisection | None, code: int) -> str:
@@ -284,7 +298,7 @@ def document(bisect: Bisect, bisection: Bisection | None, code: int) -> dict[str
                     **finding.to_dict(bisect.commits),
                     "subject": bisect.subjects[bisect.commits[finding.culprit]],
                     "culprit_alone": None if own is None else own.to_dict(),
-                    "slower_alone": _alone(bisect, test, finding),
+                    "slower_alone": _slower_alone(_alone(bisect, test, finding)),
                     "operators": list(operators),
                 }
             )
