@@ -23,12 +23,4 @@ for run in $(seq 1 "$runs"); do
     --accel-json "$out/run$run-planted-10pct.json" >"$out/run$run-planted-10pct.log" 2>&1
 done
 date -u +"done %FT%TZ" >>"$out/times"
-python - "$out" "$runs" <<'PY'
-import json, sys
-from collections import Counter
-out, runs = sys.argv[1], int(sys.argv[2])
-for run in range(1, runs + 1):
-    for case in ("unchanged", "planted-10pct"):
-        results = json.load(open(f"{out}/run{run}-{case}.json"))["results"]
-        print(run, case, dict(Counter(r["verdict"]["time"]["outcome"] for r in results if r.get("verdict"))))
-PY
+python "$(dirname "$0")/counts.py" "$out" "$runs"
