@@ -101,6 +101,21 @@ def test_a_reading_within_the_tolerance_once_a_small_bound_is_off_is_unchanged_a
     assert verdict.detectable == pytest.approx(1.05 * 1.03 - 1)
 
 
+def test_a_speedup_the_calibrated_neighbour_explains_is_not_claimed() -> None:
+    """Relative to the reference kernel a neighbour can make a test look faster: a calibration run read
+    -26%, so a -20% beside that neighbour is not an improvement (nor a reason to refresh the baseline)."""
+    claimed = judge_time(observation(0.008, SHARED), baseline((beside(1.0),)), POLICY)
+    assert claimed.outcome is Outcome.IMPROVED, claimed.reason
+    verdict = judge_time(observation(0.008, SHARED), baseline((beside(0.74), beside(1.02))), POLICY)
+    assert verdict.outcome is Outcome.UNCHANGED, verdict.reason
+    assert verdict.reason.endswith(
+        "; a speedup up to 35.1% is not claimed: beside the standard neighbour (its calibration, 2 run(s)) "
+        "this test's time read up to 26% shorter"
+    )
+    quiet = judge_time(observation(0.008, {**QUIET, FOREIGN_CPU: 0.03}), baseline((beside(0.74),)), POLICY)
+    assert quiet.outcome is Outcome.IMPROVED  # on a quiet host the neighbour's calibration does not apply
+
+
 def test_a_neighbour_busier_than_any_calibration_is_not_judged() -> None:
     verdict = judge_time(observation(0.02, {**QUIET, FOREIGN_CPU: 0.9}), baseline((beside(1.1, 0.4),)), POLICY)
     assert verdict.outcome is Outcome.NOISY and "no calibration run" in verdict.reason

@@ -1,4 +1,4 @@
-"""What limits a verdict's sight: the part of its interval that sets the smallest slowdown it could call.
+"""What limits a verdict's sight: the smallest slowdown it could call, and the part of its interval that sets it.
 
 A time verdict's interval adds two independent errors on the log scale: this run's rounds against
 the baseline's (``within``) and the spread between processes (``between``: the baseline's own
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal, final
 
 from pytest_accel.core.stats import z_score
+from pytest_accel.judgement.state import StateShift
 
 # The short causes a summary counts; the verdict's clause says them in full.
 RECORDINGS, TYPICAL, FLOOR, ROUNDS, STATE = (
@@ -96,3 +97,21 @@ def limited_by(width: Width, slower_shift: float, tolerance: float) -> tuple[str
         why = f"the smallest spread between processes assumed for any test ({sd}, measured on a quiet VM)"
         remedy = "its recordings agree more closely than that"
     return cause, f"; limited by {why}: {remedy}"
+
+
+def detectable_slowdown(half_width: float, tolerance: float, explained: float = 0.0) -> float:
+    """The smallest slowdown a verdict with this interval can call: beyond the tolerance (with the part a
+    calibrated neighbour explains, log, taken off) and the interval."""
+    return max((1 + tolerance) * math.exp(explained), math.exp(half_width)) - 1
+
+
+def could_see(detectable: float, shift: StateShift, shared: str, limit: str) -> str:
+    """The clause an unchanged verdict ends with: the smallest slowdown it could have called, and why."""
+    sees = f"; could see a slowdown of {detectable * 100:.0f}% or more{limit}"
+    if shift.slower > 0:
+        sees += f" (widened by {math.expm1(shift.slower) * 100:.1f}%: {shift.why_slower})"
+    if shared:
+        sees += f"; the host was shared: {shared}"
+    if shift.faster > 0:  # a speedup the machine's state could explain is not claimed
+        sees += f"; a speedup up to {math.expm1(shift.faster) * 100:.1f}% is not claimed: {shift.why_faster}"
+    return sees

@@ -57,13 +57,14 @@ from pytest_accel.core.stats import (
     relative_spread,
 )
 from pytest_accel.core.units import format_percent_change as _percent
-from pytest_accel.judgement.sight import Width, between_run, limited_by
+from pytest_accel.judgement.sight import Width, between_run, could_see, detectable_slowdown, limited_by
 from pytest_accel.judgement.state import (
     CALIBRATED,
     StateShift,
     host_shared,
     neighbour_bound,
     neighbour_ruled_out,
+    neighbour_speedup,
     state_shift,
 )
 from pytest_accel.judgement.structures import StructureVerdict
@@ -281,12 +282,6 @@ _QUIETER = "a quieter machine"
 RECORD = "record a baseline: pytest <same args> --accel-update"
 
 
-def detectable_slowdown(half_width: float, tolerance: float, explained: float = 0.0) -> float:
-    """The smallest slowdown a verdict with this interval can call: beyond the tolerance (with the part a
-    calibrated neighbour explains, log, taken off) and the interval."""
-    return max((1 + tolerance) * math.exp(explained), math.exp(half_width)) - 1
-
-
 def _noisy_state(shift: StateShift, tolerance: float, normalized: bool) -> Verdict:
     explains = math.expm1(shift.slower) * 100
     return Verdict(
@@ -328,18 +323,6 @@ def _unsteady(
         f"; {unsteady}, but its fastest quarter of rounds is slower than the slow end of the baseline by more "
         f"than the {policy.tolerance:.0%} tolerance (an unsteady machine slows some rounds, not three in four)"
     )
-
-
-def _what_it_could_see(detectable: float, shift: StateShift, shared: str, limit: str) -> str:
-    """The clause an unchanged verdict ends with: the smallest slowdown it could have called, and why."""
-    sees = f"; could see a slowdown of {detectable * 100:.0f}% or more{limit}"
-    if shift.slower > 0:
-        sees += f" (widened by {math.expm1(shift.slower) * 100:.1f}%: {shift.why_slower})"
-    if shared:
-        sees += f"; the host was shared: {shared}"
-    if shift.faster > 0:  # a speedup the machine's state could explain is not claimed
-        sees += f"; a speedup up to {math.expm1(shift.faster) * 100:.1f}% is not claimed: {shift.why_faster}"
-    return sees
 
 
 def _beside_neighbour(
@@ -388,6 +371,21 @@ def _beside_neighbour(
     if moved > shift.slower:  # the neighbour's bound is the larger bias: it is what widens the interval
         shift = replace(shift, slower=moved, why_slower=why_moved, short_slower=short)
     return _Beside(shift, moved, clause, short)
+
+
+def _neighbour_faster(
+    now: Mapping[str, float],
+    calibration: Sequence[Mapping[str, float]],
+    runs: Sequence[float],
+    shift: StateShift,
+    policy: VerdictPolicy,
+) -> StateShift:
+    """A speedup on a shared host: the shift widened on its fast side by how much faster the calibrated
+    neighbour made this test look (a speedup it could explain is not claimed, as the state's)."""
+    speedup = neighbour_speedup(now, calibration, runs, policy.foreign_cpu_margin)
+    if speedup is None or speedup[0] <= shift.faster:
+        return shift
+    return replace(shift, faster=speedup[0], why_faster=speedup[1])
 
 
 @final
@@ -495,6 +493,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
             return replace(beside, normalized=normalized)
         shift, explained, beyond_neighbour = beside.shift, beside.explained, beside.clause
         ruled_out.append(beside.short)
+    elif ratio < 1 / (1 + policy.tolerance) and shared:
+        shift = _neighbour_faster(current.state, baseline.calibration, runs or (median(then),), shift, policy)
     # A shift is a bound on a bias, not a random error: it widens its own side of the interval linearly.
     low, high = ratio * math.exp(-half_width - shift.slower), ratio * math.exp(half_width + shift.faster)
     detectable = detectable_slowdown(half_width + shift.slower, policy.tolerance, explained)
@@ -503,7 +503,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     if normalized:
         band += " relative to the reference kernel"
     sight = limited_by(width, shift.slower, policy.tolerance)
-    sees = _what_it_could_see(detectable, shift, shared, "" if sight is None else sight[1])
+    sees = could_see(detectable, shift, shared, "" if sight is None else sight[1])
     if ratio * math.exp(-explained) > 1 + policy.tolerance and low > 1:
         outcome, text = (
             Outcome.REGRESSED,
