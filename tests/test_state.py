@@ -79,6 +79,31 @@ def test_a_probe_is_timed_from_its_own_warm_caches_not_the_workloads_leftovers()
     assert result.state["latency"] == pytest.approx(0.001)
 
 
+def test_the_round_after_the_state_probes_is_run_but_not_kept() -> None:
+    """The large copy leaves the workload's caches cold: the round after it is slow (3x here) for the
+    probe's reason, not the workload's nor the machine's, and must not reach the figure."""
+    clock = FakeClock()
+    cold = [0]  # calls of the workload left to run cold
+
+    def fn() -> object:
+        clock.now += 0.003 if cold[0] else 0.001
+        cold[0] = max(0, cold[0] - 1)
+        return 1.0
+
+    def copy() -> object:
+        clock.now += 0.002
+        cold[0] = 4  # one round: 4 calls of 1 ms fill the 4 ms round
+        return 1.0
+
+    _, compute = workload(clock, constant(0.002))
+    config = MeasureConfig(measure_seconds=0.2, round_seconds=0.004, min_rounds=20, max_rounds=20)
+    result = measure(fn, timer=HostTimer(clock, clock.sync), items_per_call=1, unit="x", config=config,
+                     probe=compute, state_probes={"memory": copy})  # fmt: skip
+    assert result.calls_per_round == 4
+    assert result.samples == pytest.approx((0.001,) * 20)
+    assert result.state["memory"] == pytest.approx(0.002)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="minor page-fault counts are read from getrusage")
 def test_the_fresh_memory_probe_pays_a_fault_per_page_every_call_and_keeps_nothing() -> None:
     """The allocator's state must not decide what it measures: every call maps, touches and unmaps."""

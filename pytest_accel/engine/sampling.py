@@ -24,8 +24,9 @@ separate, after ``torch.utils.benchmark``. The algorithm, after triton's ``do_be
                after the probe block drains what the producers made meanwhile and is not kept;
                each round is normalised by the probe block's median (recorded as probe_samples)
     state:     with state probes (a large copy, a random gather: see engine/machine.py), every
-               STATE_EVERY-th workload round is also followed by one round of each; the medians of
-               all probes are the machine's state during the measurement (Measurement.state)
+               STATE_EVERY-th workload round is also followed by one round of each, then by one
+               workload round (and its probe round) that is not kept: the copy leaves the workload's
+               caches cold; the medians of all probes are the machine's state (Measurement.state)
     check:     every warm-up call's output and the last output of every timed round are finite
                (torch tensors, numpy arrays and scalars, floats, and containers of them), each
                checked after its timer stopped, so the check costs wall time, never figure time;
@@ -73,8 +74,12 @@ class MeasurementError(Exception):
 
 # The largest calibration block of a pipelined measurement: 65,536 calls (calls of microseconds).
 _MAX_CALIBRATION_CALLS = 1 << 16
-# State probes run after every 4th workload round: 5 samples of each at the 20-round minimum, for
-# about +15% time (a copy round of half a workload round, a gather round of half, every 4 rounds).
+# State probes run after every 4th workload round: 5 samples of each at the 20-round minimum. The
+# round after them is run but not kept: the large copy leaves the workload's caches cold, and a
+# memory-bound kernel took two rounds to recover (math SDPA decode on the 2-core Intel VM: the
+# round after the probes 1.32x the others, the measurement's spread ±20.5% against ±5.7% with the
+# copy left out; one untimed call before the round did not help; docs/studies/state-recovery).
+# It costs about +11% of a short kernel's measuring time (8 SDPA tests: 27.1 s against 24.4 s a run).
 STATE_EVERY = 4
 _STATE_WARMUP_CALLS = 5  # untimed-for-the-figure calls that size a state probe's rounds
 
@@ -397,14 +402,21 @@ def _workload_rounds(
     progress: Progress = _silent,
 ) -> tuple[list[float], list[float], int | None]:
     """The timed rounds: seconds per call of each, each followed by a probe round when ``probe`` is
-    given (and every ``STATE_EVERY``-th by the state probes); a round the ``watch`` saw throttled is
-    retaken; returns (samples, probe samples, the process's minor page faults during the workload's
+    given (and every ``STATE_EVERY``-th by the state probes, then a round that is not kept); a round the
+    ``watch`` saw throttled is retaken; returns (samples, probe samples, the process's minor page faults during the workload's
     kept rounds, or None where the OS does not count them)."""
     samples: list[float] = []
     probe_samples: list[float] = []
     faults: int | None = 0
+    recover = False
     while len(samples) < rounds:
         round_index = len(samples)
+        if recover:  # after the state probes: a round and its probe round, not kept (see STATE_EVERY)
+            run_round(timer, mark_step)
+            if probe is not None:
+                _timed_round(probe, probe_calls, timer, mark_step)
+                timer.stop()
+            recover = False
         progress("timing rounds", f"round {round_index + 1} of {rounds}, {calls_per_round} call(s) each")
         before = _minor_faults()  # read outside the timer: the figure does not pay for it
         output, seconds = run_round(timer, mark_step)
@@ -418,8 +430,8 @@ def _workload_rounds(
         if probe is not None:
             _timed_round(probe, probe_calls, timer, mark_step)
             probe_samples.append(_check_duration(timer.stop(), f"probe round {round_index + 1}") / probe_calls)
-            if round_index % STATE_EVERY == STATE_EVERY - 1:
-                state.sample()
+            if round_index % STATE_EVERY == STATE_EVERY - 1 and state.sample():
+                recover = True
     return samples, probe_samples, faults
 
 
@@ -532,8 +544,9 @@ class _StateProbes:
         self._calls: dict[str, int] = {}
         self._samples: dict[str, list[float]] = {name: [] for name in probes}
 
-    def sample(self) -> None:
-        """One round of each probe (the first call of a probe warms it up and sizes its rounds).
+    def sample(self) -> bool:
+        """One round of each probe (the first call of a probe warms it up and sizes its rounds); whether
+        any probe ran.
 
         Each round follows one untimed call of its probe: a probe measures the machine, so it starts
         from its own warm caches, not from what the workload's round just left there (a workload
@@ -558,6 +571,7 @@ class _StateProbes:
             self._mark_step()
             _timed_round(probe, calls, self._timer, self._mark_step)
             self._samples[name].append(_check_duration(self._timer.stop(), f"{name} probe round") / calls)
+        return bool(self._probes)
 
     def medians(self, compute: list[float], last: int = 0) -> dict[str, float]:
         """Median seconds per call of each probe (over its ``last`` rounds; 0: all), ``compute`` (the
