@@ -58,13 +58,7 @@ from pytest_accel.engine.devices.base import RegionTimer
 from pytest_accel.engine.modes import COLD_CALLS_PER_ROUND, ThrottleWatch, TimingMode, timed_calls
 
 __all__ = [
-    "HostShareMeter",
-    "MeasureConfig",
-    "MeasurementError",
-    "StateSnapshot",
-    "TimingMode",
-    "check_finite",
-    "measure",
+    "HostShareMeter", "MeasureConfig", "MeasurementError", "StateSnapshot", "TimingMode", "check_finite", "measure",
 ]  # fmt: skip
 
 
@@ -74,12 +68,9 @@ class MeasurementError(Exception):
 
 # The largest calibration block of a pipelined measurement: 65,536 calls (calls of microseconds).
 _MAX_CALIBRATION_CALLS = 1 << 16
-# State probes run after every 4th workload round: 5 samples of each at the 20-round minimum. The
-# round after them is run but not kept: the large copy leaves the workload's caches cold, and a
-# memory-bound kernel took two rounds to recover (math SDPA decode on the 2-core Intel VM: the
-# round after the probes 1.32x the others, the measurement's spread ±20.5% against ±5.7% with the
-# copy left out; one untimed call before the round did not help; docs/studies/state-recovery).
-# It costs about +11% of a short kernel's measuring time (8 SDPA tests: 27.1 s against 24.4 s a run).
+# State probes run after every 4th workload round (5 samples of each at the 20-round minimum); the
+# round after them is run, not kept: the large copy leaves the workload's caches cold (math SDPA
+# decode on a 2-core VM: that round 1.32x the others; docs/studies/state-recovery). +11% time.
 STATE_EVERY = 4
 _STATE_WARMUP_CALLS = 5  # untimed-for-the-figure calls that size a state probe's rounds
 
@@ -402,9 +393,9 @@ def _workload_rounds(
     progress: Progress = _silent,
 ) -> tuple[list[float], list[float], int | None]:
     """The timed rounds: seconds per call of each, each followed by a probe round when ``probe`` is
-    given (and every ``STATE_EVERY``-th by the state probes, then a round that is not kept); a round the
-    ``watch`` saw throttled is retaken; returns (samples, probe samples, the process's minor page faults during the workload's
-    kept rounds, or None where the OS does not count them)."""
+    given (and every ``STATE_EVERY``-th by the state probes, then a round that is not kept); a round
+    the ``watch`` saw throttled is retaken; returns (samples, probe samples, the process's minor page
+    faults during the workload's kept rounds, or None where the OS does not count them)."""
     samples: list[float] = []
     probe_samples: list[float] = []
     faults: int | None = 0

@@ -20,7 +20,7 @@ def main(paths: list[str]) -> None:
             results = json.load(handle)["results"]
         for result in results:
             samples, probes = result["samples"], result["probe_samples"]
-            ratios = [s / p for s, p in zip(samples, probes)]
+            ratios = [s / p for s, p in zip(samples, probes, strict=True)]
             after = statistics.median(samples[4::4])
             others = statistics.median(s for i, s in enumerate(samples) if i % 4)
             name = result["test"].split("[", 1)[1].rstrip("]")
