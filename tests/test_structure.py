@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.structure import SYNC_OPERATORS, Structure, changes, stable_counts
 from pytest_accel.core.validation import Invalid
 from pytest_accel.engine.devices import make_device
-from pytest_accel.engine.structure import CompileWatch, block_calls, structure_key, take_structure
+from pytest_accel.engine.structure import CHECK_BLOCKS, CompileWatch, block_calls, structure_key, take_structure
 from pytest_accel.judgement.structures import (
     StructureGate,
     StructureStore,
@@ -216,7 +217,7 @@ def test_an_operator_that_runs_every_other_call_is_unstable() -> None:
     assert "aten::sum" in structure.unstable
 
 
-def test_a_record_equal_to_the_stored_one_takes_one_block_and_a_change_two() -> None:
+def test_a_record_equal_to_the_stored_one_takes_one_block_a_recording_and_a_change_all() -> None:
     device, q = make_device("cpu"), torch.randn(1, 2, 16, 8)
     calls = {"n": 0}
 
@@ -225,14 +226,67 @@ def test_a_record_equal_to_the_stored_one_takes_one_block_and_a_change_two() -> 
         return torch.nn.functional.scaled_dot_product_attention(q, q, q)
 
     stored = take_structure(attention, device, 0.05, CompileWatch(), "k")
-    assert calls["n"] == 4  # two blocks of two: nothing to compare with
+    assert calls["n"] == 2 * CHECK_BLOCKS  # blocks of two: nothing to compare with
     calls["n"] = 0
     same = take_structure(attention, device, 0.05, CompileWatch(), "k", expected=stored)
     assert calls["n"] == 2 and changes(stored, same) == []
     calls["n"] = 0
     other = Structure(operators={**stored.operators, FLASH: 2.0}, key="k", unstable=("aten::empty",))
     changed = take_structure(attention, device, 0.05, CompileWatch(), "k", expected=other)
-    assert calls["n"] == 4 and changes(other, changed) == [f"{FLASH} calls per call 2 -> 1"]
+    assert calls["n"] == 2 * CHECK_BLOCKS and changes(other, changed) == [f"{FLASH} calls per call 2 -> 1"]
+
+
+def delivered(counts: list[int]) -> tuple[Callable[[], None], list[int]]:
+    """A call that runs ``aten::ones`` as many times as the next count says (a DataLoader's main process
+    rebuilding the batches it received in that call: 0 when it hands out one received earlier, 2 when one
+    came early), and the counts it has run."""
+    ran: list[int] = []
+
+    def call() -> None:
+        ran.append(counts[len(ran)])
+        for _ in range(ran[-1]):
+            torch.ones(2)
+
+    return call, ran
+
+
+ONES = "aten::ones"
+
+
+def once_per_call() -> Structure:
+    """The stored record: each call rebuilds one batch."""
+    call, _ = delivered([1] * CHECK_BLOCKS)
+    return take_structure(call, make_device("cpu"), 0.1, CompileWatch(), "k")
+
+
+@pytest.mark.parametrize(
+    ("counts", "blocks"),
+    [
+        ([0, 0, 2, 1, 1, 1], 3),  # two blocks in a row read the same wrong count; the third tells
+        ([0, 0, 0, 2, 2, 2], 4),
+        ([2, 1, 1, 1, 1, 1], 2),  # the usual case: the second block differs from the first
+    ],
+)
+def test_a_count_that_follows_the_delivery_order_is_unstable_not_a_change(counts: list[int], blocks: int) -> None:
+    stored = once_per_call()
+    call, ran = delivered(counts)
+    now = take_structure(call, make_device("cpu"), 0.1, CompileWatch(), "k", expected=stored)
+    assert now.calls == 1 and ONES in now.unstable and changes(stored, now) == []
+    assert len(ran) == blocks  # blocks of one call, taken until the count moved
+
+
+def test_a_changed_count_is_a_change_only_when_every_block_agrees() -> None:
+    stored = once_per_call()
+    assert stored.operators[ONES] == 1.0 and stored.unstable == ()
+    call, ran = delivered([2] * CHECK_BLOCKS)
+    now = take_structure(call, make_device("cpu"), 0.1, CompileWatch(), "k", expected=stored)
+    assert f"{ONES} calls per call 1 -> 2" in changes(stored, now) and len(ran) == CHECK_BLOCKS
+
+
+def test_a_recording_marks_a_count_unstable_that_two_blocks_would_have_kept() -> None:
+    call, _ = delivered([1] * (CHECK_BLOCKS - 1) + [0])
+    recorded = take_structure(call, make_device("cpu"), 0.1, CompileWatch(), "k")
+    assert ONES in recorded.unstable
 
 
 def test_raw_event_counts_match_the_profilers_averages() -> None:

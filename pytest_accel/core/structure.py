@@ -60,7 +60,7 @@ class Structure:
     since the test began (dynamo's state is reset first, so each test compiles as in a fresh process).
     ``recompilations``: compilations of a frame beyond its first, by the end of profiling. ``breaks``: the
     graph-break reasons dynamo gave while this test compiled. ``unstable``: operators whose count per
-    call differed between two profiled blocks of one process (never compared).
+    call differed between profiled blocks of one process (never compared).
     """
 
     operators: Mapping[str, float]

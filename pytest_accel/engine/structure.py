@@ -1,10 +1,11 @@
 """Take a workload's structural record (core/structure.py): counts from the profiler and from dynamo.
 
 Never on the hot path: the fixture takes it after the timed rounds (or, with
-``--accel-structure-only``, after a short warm-up instead of them). Two profiled blocks of the same
+``--accel-structure-only``, after a short warm-up instead of them). Profiled blocks of the same
 number of calls: an operator whose count per call differs between them is marked unstable, so what
 is compared is what every call of the workload runs. When a stored record is given and the first
-block equals it, the second is not taken (it could only tell an unstable count from a change).
+block equals it, no other is taken. A recording takes ``CHECK_BLOCKS``; a difference takes blocks
+until it is gone (the operator varied: unstable) or ``CHECK_BLOCKS`` agree on it (a change).
 
 Compiled code: when dynamo is loaded, ``CompileWatch.start`` resets it at the start of the test
 (``torch._dynamo.reset``: "as if you had started a fresh process"), so a test compiles the same
@@ -30,11 +31,27 @@ from pytest_accel.core.structure import Structure, changes, stable_counts
 from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.profiling import PROFILER_OWN, event_counts, profiled
 
-__all__ = ["BLOCK_SECONDS", "CompileWatch", "StructureError", "block_calls", "structure_key", "take_structure"]
+__all__ = [
+    "BLOCK_SECONDS",
+    "CHECK_BLOCKS",
+    "CompileWatch",
+    "StructureError",
+    "block_calls",
+    "structure_key",
+    "take_structure",
+]
 
-# Workload time one profiled block aims at; two blocks are taken. At least 1 call, at most 5.
+# Workload time one profiled block aims at. At least 1 call, at most 5.
 BLOCK_SECONDS = 0.1
 _MAX_BLOCK_CALLS = 5
+# Blocks that must agree before a count is recorded, or before a difference is called a change. Two
+# are not enough where a producer's timing moves a count: a DataLoader's workers deliver batches out
+# of order, the main process rebuilds a batch's tensors (``empty``, ``set_``) when it receives one
+# and hands out one received earlier with no operator, so a block of c calls receives c + (batches
+# kept at its end) - (kept at its start). Two blocks in a row read the same other count (a false
+# change seen in CI); the same other count in n blocks in a row needs n more batches kept, and a
+# loader of 2 workers keeps at most 3 (docs/studies/structure, "Delivery order").
+CHECK_BLOCKS = 6
 _REGION = re.compile(r"^Torch-Compiled Region: \d+/\d+$")
 _GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph \S+ ##$")
 # What ``torch.cuda.synchronize`` shows as in a CUDA profile (**not yet run on a GPU**).
@@ -156,9 +173,10 @@ def take_structure(
     """Profile ``fn`` (already warm); its structural record. Raises ``StructureError``.
 
     One block when ``expected`` (the stored record) is given and the block equals it: what ran is
-    unchanged, and the stored record's unstable operators stay uncompared. Otherwise (no record, a
-    recording, or a difference) a second block, so that an operator whose count moves from block
-    to block is told apart from one that changed, and is never compared.
+    unchanged, and the stored record's unstable operators stay uncompared. A recording (no
+    ``expected``) takes ``CHECK_BLOCKS`` blocks; a difference takes more blocks until it is gone
+    (the operator's count moved from block to block: unstable, never compared) or ``CHECK_BLOCKS``
+    blocks agree on it: a change.
     """
     try:
         activities = device.profiler_activities()
@@ -171,8 +189,11 @@ def take_structure(
         alone = _record(blocks, calls, watch, key, before, device.structure_counters(), expected.unstable)
         if not changes(expected, alone):
             return alone
-    blocks.append(_block(fn, device, calls, activities))
-    return _record(blocks, calls, watch, key, before, device.structure_counters(), ())
+    while True:
+        blocks.append(_block(fn, device, calls, activities))
+        record = _record(blocks, calls, watch, key, before, device.structure_counters(), ())
+        if len(blocks) >= CHECK_BLOCKS or (expected is not None and not changes(expected, record)):
+            return record
 
 
 def _record(
