@@ -283,6 +283,14 @@ def test_a_changed_count_is_a_change_only_when_every_block_agrees() -> None:
     assert f"{ONES} calls per call 1 -> 2" in changes(stored, now) and len(ran) == CHECK_BLOCKS
 
 
+def test_a_record_only_shown_takes_two_blocks() -> None:
+    """No stored record and no recording ("new", on a host of another ISA or torch): nothing is judged
+    or kept, so the cost of a recording's six blocks is not paid."""
+    call, ran = delivered([1] * CHECK_BLOCKS)
+    shown = take_structure(call, make_device("cpu"), 0.1, CompileWatch(), "k", kept=False)
+    assert len(ran) == 2 and shown.operators[ONES] == 1.0
+
+
 def test_a_recording_marks_a_count_unstable_that_two_blocks_would_have_kept() -> None:
     call, _ = delivered([1] * (CHECK_BLOCKS - 1) + [0])
     recorded = take_structure(call, make_device("cpu"), 0.1, CompileWatch(), "k")

@@ -5,7 +5,8 @@ Never on the hot path: the fixture takes it after the timed rounds (or, with
 number of calls: an operator whose count per call differs between them is marked unstable, so what
 is compared is what every call of the workload runs. When a stored record is given and the first
 block equals it, no other is taken. A recording takes ``CHECK_BLOCKS``; a difference takes blocks
-until it is gone (the operator varied: unstable) or ``CHECK_BLOCKS`` agree on it (a change).
+until it is gone (the operator varied: unstable) or ``CHECK_BLOCKS`` agree on it (a change); a
+record that is only shown (no stored one, no recording: "new") takes two.
 
 Compiled code: when dynamo is loaded, ``CompileWatch.start`` resets it at the start of the test
 (``torch._dynamo.reset``: "as if you had started a fresh process"), so a test compiles the same
@@ -169,14 +170,16 @@ def take_structure(
     watch: CompileWatch,
     key: str,
     expected: Structure | None = None,
+    kept: bool = True,
 ) -> Structure:
     """Profile ``fn`` (already warm); its structural record. Raises ``StructureError``.
 
     One block when ``expected`` (the stored record) is given and the block equals it: what ran is
-    unchanged, and the stored record's unstable operators stay uncompared. A recording (no
-    ``expected``) takes ``CHECK_BLOCKS`` blocks; a difference takes more blocks until it is gone
-    (the operator's count moved from block to block: unstable, never compared) or ``CHECK_BLOCKS``
-    blocks agree on it: a change.
+    unchanged, and the stored record's unstable operators stay uncompared. A difference takes
+    more blocks until it is gone (the operator's count moved from block to block: unstable, never
+    compared) or ``CHECK_BLOCKS`` blocks agree on it: a change. With no ``expected``, a record that
+    is ``kept`` (a recording: later runs are judged against it) takes ``CHECK_BLOCKS`` blocks, one
+    that is only shown ("new") two.
     """
     try:
         activities = device.profiler_activities()
@@ -189,10 +192,11 @@ def take_structure(
         alone = _record(blocks, calls, watch, key, before, device.structure_counters(), expected.unstable)
         if not changes(expected, alone):
             return alone
+    wanted = CHECK_BLOCKS if expected is not None or kept else 2
     while True:
         blocks.append(_block(fn, device, calls, activities))
         record = _record(blocks, calls, watch, key, before, device.structure_counters(), ())
-        if len(blocks) >= CHECK_BLOCKS or (expected is not None and not changes(expected, record)):
+        if len(blocks) >= wanted or (expected is not None and not changes(expected, record)):
             return record
 
 

@@ -92,6 +92,7 @@ class StructurePlan:
     expected: Callable[[str], Structure | None] = field(default=lambda metric: None)
     key: str = ""  # the structure key of this device (engine/structure.py's structure_key)
     only: bool = False  # --accel-structure-only: a short warm-up and the record, no timed rounds
+    kept: bool = False  # --accel-update: the record is stored, and later runs are judged against it
     off: str = ""  # why no record is taken in this run ("" when one is)
     watch: CompileWatch = field(default_factory=CompileWatch)  # dynamo's state, reset when the test measures
 
@@ -347,7 +348,8 @@ class Throughput:
         if plan is None or plan.judge is None:
             return record, failure
         try:
-            now = take_structure(fn, self._device, seconds_per_call, plan.watch, plan.key, plan.expected(name))
+            expected = plan.expected(name)
+            now = take_structure(fn, self._device, seconds_per_call, plan.watch, plan.key, expected, kept=plan.kept)
         except Exception as error:  # the time verdict stands; say why there is no structural one
             note = f"structure: not taken: {type(error).__name__}: {error}"
             warnings.warn(AccelAdvice(f"{name}: {note}"), stacklevel=4)

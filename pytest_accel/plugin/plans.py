@@ -68,4 +68,5 @@ def structure_plan(
         expected=lambda metric: judge.expected(test, metric),
         key=key,
         only=options.structure_only,
+        kept=options.update,
     )
