@@ -226,7 +226,7 @@ def test_a_record_equal_to_the_stored_one_takes_one_block_a_recording_and_a_chan
         return torch.nn.functional.scaled_dot_product_attention(q, q, q)
 
     stored = take_structure(attention, device, 0.05, CompileWatch(), "k")
-    assert calls["n"] == 2 * CHECK_BLOCKS  # blocks of two: nothing to compare with
+    assert calls["n"] == 2 * CHECK_BLOCKS  # a recording: CHECK_BLOCKS blocks of two calls
     calls["n"] = 0
     same = take_structure(attention, device, 0.05, CompileWatch(), "k", expected=stored)
     assert calls["n"] == 2 and changes(stored, same) == []
