@@ -1,6 +1,6 @@
 """Each run's time verdicts counted by outcome, for exact_plant.sh and calibrated_neighbour.sh.
 
-python docs/studies/sight/counts.py OUT_DIR RUNS
+python docs/studies/sight/counts.py OUT_DIR LAST [FIRST]
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 from collections import Counter
 
 
-def main(out: str, runs: int) -> None:
-    for run in range(1, runs + 1):
+def main(out: str, last: int, first: int = 1) -> None:
+    for run in range(first, last + 1):
         for case in ("unchanged", "planted-10pct"):
             with open(f"{out}/run{run}-{case}.json") as f:
                 results = json.load(f)["results"]
@@ -19,4 +19,4 @@ def main(out: str, runs: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1)
