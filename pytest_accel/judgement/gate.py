@@ -23,6 +23,7 @@ from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.units import format_change, format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
+from pytest_accel.judgement.drift import NightDrift
 from pytest_accel.judgement.state import StateShift, state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
@@ -102,7 +103,9 @@ class GateResult:
         return pooled(self.measurements[-self.group :] if regressed else self.measurements[: self.group])
 
 
-def _observation(source: Measurement | BaselineEntry, spread: tuple[float, float] | None = None) -> Observation:
+def _observation(
+    source: Measurement | BaselineEntry, spread: tuple[float, float] | None = None, drift: NightDrift | None = None
+) -> Observation:
     if isinstance(source, BaselineEntry):
         return Observation(
             source.samples,
@@ -113,6 +116,7 @@ def _observation(source: Measurement | BaselineEntry, spread: tuple[float, float
             source.run_states,
             source.calibration,
             spread,
+            drift,
         )
     return Observation(source.samples, source.probe_samples, source.peak_memory_bytes, (), source.state)
 
@@ -196,6 +200,7 @@ def run_gate(
     gate_memory: bool = True,
     pooled_spread: tuple[float, float] | None = None,
     reconfirm: bool = True,
+    night_drift: NightDrift | None = None,
 ) -> GateResult:
     """Judge ``measurement``; re-measure up to ``confirmations`` times while it looks regressed (once
     while it looks improved). ``reconfirm=False``: a decided suspect is not re-measured (a confirmation
@@ -223,7 +228,7 @@ def run_gate(
             tolerance=entry.tolerance if entry.tolerance is not None else policy.tolerance,
             memory_tolerance=entry.memory_tolerance if entry.memory_tolerance is not None else policy.memory_tolerance,
         )
-    baseline = _observation(entry, pooled_spread)
+    baseline = _observation(entry, pooled_spread, night_drift)
 
     def judge(group: Sequence[Measurement]) -> Verdict:
         taken = pooled(group)
@@ -369,6 +374,7 @@ class Gate:
         accept: Callable[[str], str] = lambda test: "pytest ... --accel-reset-history -k <this test>",
         verbose: bool = False,
         quiet: Callable[[float, float, Callable[[], bool] | None], tuple[bool, float]] | None = None,
+        drifts: Mapping[tuple[str, str], NightDrift] | None = None,
     ) -> None:
         self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
         self._provenance = provenance
@@ -383,6 +389,7 @@ class Gate:
         self._quiet = quiet
         self.waits: list[Waited] = []  # figures that waited for quiet, in this run
         self._pooled: tuple[tuple[float, float] | None] | None = None  # the file's pooled run spread, once
+        self.drifts = drifts or {}  # (test, metric) -> its drift between nights in the history (--accel-history)
 
     def judge(
         self,
@@ -404,7 +411,7 @@ class Gate:
         def judged(taken: Measurement) -> GateResult:
             return run_gate(
                 taken, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory, pooled,
-                reconfirm=not mode.one_reading,
+                reconfirm=not mode.one_reading, night_drift=self.drifts.get((test, measurement.name)),
             )  # fmt: skip
 
         gate = judged(measurement)

@@ -21,17 +21,19 @@ from dataclasses import dataclass
 from typing import Literal, final
 
 from pytest_accel.core.stats import z_score
+from pytest_accel.judgement.drift import NightDrift
 from pytest_accel.judgement.state import StateShift
 
 # The short causes a summary counts; the verdict's clause says them in full.
-RECORDINGS, TYPICAL, FLOOR, ROUNDS, STATE = (
+RECORDINGS, NIGHTS, TYPICAL, FLOOR, ROUNDS, STATE = (
     "its recordings' spread",
+    "its drift between nights",
     "the file's typical spread",
     "the assumed spread between processes",
     "this run's rounds",
     "the machine's state",
 )
-Source = Literal["recordings", "typical", "floor"]  # which SD set the between-process part
+Source = Literal["recordings", "nights", "typical", "floor"]  # which SD set the between-process part
 
 
 @final
@@ -44,6 +46,7 @@ class Width:
     source: Source  # which SD set ``between``
     spread: float  # that SD (log scale)
     runs: int  # how many recorded runs the centre comes from
+    nights: int = 0  # how many nights of the history the drift comes from (source "nights")
 
     @property
     def half_width(self) -> float:
@@ -51,7 +54,11 @@ class Width:
 
 
 def between_run(
-    runs: Sequence[float], pooled: tuple[float, float] | None, floor: float, confidence: float
+    runs: Sequence[float],
+    pooled: tuple[float, float] | None,
+    floor: float,
+    confidence: float,
+    nights: NightDrift | None = None,
 ) -> tuple[float, Source, float]:
     """The between-run half-width (log scale) of a baseline's centre and one new run, which SD set it, and that SD.
 
@@ -59,12 +66,15 @@ def between_run(
     ``floor``: three recordings that happened to agree cannot make a test look steadier than the
     host's tests typically are (three numbers 4% apart made a drift of +10.9% "regressed" on the AMD
     VM), while a test that is truly noisier keeps its own width. Normal quantile: the typical SD
-    comes from the whole file, not from three numbers. Widened by sqrt(1 + 1/runs) for the
-    uncertainty of the centre.
+    comes from the whole file, not from three numbers. Nor below the figure's drift between nights in
+    the nightly history (``judgement.drift``): recordings minutes apart cannot show how far the host
+    moves over hours. Widened by sqrt(1 + 1/runs) for the uncertainty of the centre.
     """
     own = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 2 else 0.0
     typical = pooled[0] if pooled is not None else 0.0
     candidates: list[tuple[float, Source]] = [(own, "recordings"), (typical, "typical"), (floor, "floor")]
+    if nights is not None:
+        candidates.append((nights.spread, "nights"))
     spread, source = max(candidates, key=lambda pair: pair[0])
     return z_score(confidence) * spread * math.sqrt(1 + 1 / len(runs)), source, spread
 
@@ -75,7 +85,12 @@ def limited_by(width: Width, slower_shift: float, tolerance: float) -> tuple[str
     side, the others add in quadrature, so each is compared by what it alone would give."""
     if math.exp(width.half_width + slower_shift) - 1 <= tolerance:
         return None
-    between = {"recordings": RECORDINGS, "typical": TYPICAL, "floor": FLOOR if width.runs > 1 else RECORDINGS}
+    between = {
+        "recordings": RECORDINGS,
+        "nights": NIGHTS,
+        "typical": TYPICAL,
+        "floor": FLOOR if width.runs > 1 else RECORDINGS,
+    }
     parts = {ROUNDS: width.within, between[width.source]: width.between, STATE: slower_shift}
     cause = max(parts, key=lambda name: parts[name])
     if cause == STATE:
@@ -90,6 +105,9 @@ def limited_by(width: Width, slower_shift: float, tolerance: float) -> tuple[str
     elif cause == RECORDINGS:
         why = f"the spread of its {width.runs} recordings ({sd} between processes)"
         remedy = "recordings at other times (--accel-update keeps up to 10) measure it better"
+    elif cause == NIGHTS:
+        why = f"its drift between nights ({sd} over its {width.nights} newest nights at one level in the history)"
+        remedy = "unchanged code moves this much from night to night here; a steadier host narrows it"
     elif cause == TYPICAL:
         why = f"the spread between processes typical of this baseline file ({sd})"
         remedy = "a quieter machine narrows it"

@@ -57,6 +57,7 @@ from pytest_accel.core.stats import (
     relative_spread,
 )
 from pytest_accel.core.units import format_percent_change as _percent
+from pytest_accel.judgement.drift import NightDrift
 from pytest_accel.judgement.sight import Width, between_run, could_see, detectable_slowdown, limited_by
 from pytest_accel.judgement.state import (
     CALIBRATED,
@@ -104,6 +105,8 @@ class Observation:
     # Baseline only: the typical between-run SD of log run medians over the baseline file's entries,
     # and how many entries it comes from (pooled_run_spread); None when unknown.
     pooled_spread: tuple[float, float] | None = None
+    # Baseline only: how far the figure moved from night to night in the nightly history (judgement/drift).
+    night_drift: NightDrift | None = None
 
     @property
     def compared(self) -> tuple[float, ...]:
@@ -248,6 +251,7 @@ def _ratio_interval(
     run_medians: Sequence[float],
     policy: VerdictPolicy,
     pooled: tuple[float, float] | None = None,
+    nights: NightDrift | None = None,
 ) -> tuple[float, Width]:
     """Ratio of this run's median to the baseline runs' median, and its interval's half-width (log scale) by parts.
 
@@ -261,8 +265,8 @@ def _ratio_interval(
     ratio = median(now) / median(runs)
     _, within_low, within_high = ratio_confidence_interval(now, then, policy.confidence)
     within = (math.log(within_high) - math.log(within_low)) / 2
-    between, source, spread = between_run(runs, pooled, policy.between_run_floor, policy.confidence)
-    return ratio, Width(within, between, source, spread, len(runs))
+    between, source, spread = between_run(runs, pooled, policy.between_run_floor, policy.confidence, nights)
+    return ratio, Width(within, between, source, spread, len(runs), nights.nights if nights is not None else 0)
 
 
 def _separated(now: Sequence[float], then: Sequence[float], runs: Sequence[float], tolerance: float) -> bool:
@@ -467,7 +471,9 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
             return drifted
         shift = state_shift(current.state, _covered_states(current, baseline, policy), policy.state_noise_floor)
     pooled = baseline.pooled_spread if runs else None
-    ratio, width = _ratio_interval(now, then, runs, policy, pooled)
+    drift = baseline.night_drift
+    nights = drift if runs and drift is not None and drift.normalized == normalized else None
+    ratio, width = _ratio_interval(now, then, runs, policy, pooled, nights)
     half_width = width.half_width
     beyond_state = ""
     ruled_out: list[str] = []

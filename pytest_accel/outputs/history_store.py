@@ -44,6 +44,7 @@ __all__ = [
     "last_good_night",
     "night_of",
     "read_folder",
+    "recent_figures",
     "regressed_tests",
     "result_paths",
 ]
@@ -117,6 +118,27 @@ def result_paths(folder: Path) -> list[Path]:
 def read_folder(folder: Path) -> list[Night]:
     """Every result file under ``folder``, validated, as nights (``ResultsError`` names a bad file)."""
     return [night_of(load_results(path)) for path in result_paths(folder)]
+
+
+def recent_figures(folder: Path, device_key: str, limit: int) -> dict[tuple[str, str], list[tuple[float, bool]]]:
+    """Each measurement's (compared figure, relative to the reference kernel?) on the newest ``limit`` nights of
+    ``device_key`` in the history ``folder``, oldest first: the series a figure's drift is read from.
+
+    The nights filed as the nightly files them (``FOLDER/<device key>/``) are read, newest ``limit`` only;
+    a folder of another layout is read whole. ``HistoryError`` or ``ResultsError`` names a bad folder or file.
+    """
+    filed = folder / device_key
+    if filed.is_dir():
+        results = [load_results(path) for path in sorted(result_paths(filed), key=lambda p: p.name)[-limit:]]
+    else:
+        results = [result for result in map(load_results, result_paths(folder)) if result.device_key == device_key]
+    results = sorted(results, key=lambda result: (result.date, result.path.name))[-limit:]
+    series: dict[tuple[str, str], list[tuple[float, bool]]] = {}
+    for result in results:
+        for key, m in result.measurements.items():
+            if not m.disabled:
+                series.setdefault(key, []).append((median(m.compared_samples), bool(m.probe_samples)))
+    return series
 
 
 def by_device(nights: Sequence[Night]) -> dict[str, list[Night]]:

@@ -7,12 +7,14 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_accel.core.measurement import display_name, mode_note, short_names
 from pytest_accel.core.outcomes import Abstention, Outcome
+from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
+from pytest_accel.judgement.drift import MIN_NIGHTS, NightDrift
 from pytest_accel.judgement.gate import NO_BASELINE, Waited
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
 
-__all__ = ["device_lines", "measurement_table", "verdict_cell", "verdict_summary", "waiting_line"]
+__all__ = ["device_lines", "history_line", "measurement_table", "verdict_cell", "verdict_summary", "waiting_line"]
 
 _HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "% peak", "peak mem", "verdict")
 
@@ -224,3 +226,15 @@ def device_lines(kind: str, key: str, profile: str, provenance: Mapping[str, str
     """The run's header lines: the device, its key, the profile and the device's provenance."""
     described = ", ".join(f"{k}={v}" for k, v in provenance.items())
     return [f"accel: device {kind} (key {key}), profile {profile}", f"accel: {described}"]
+
+
+def history_line(folder: object, key: str, drifts: Mapping[tuple[str, str], NightDrift]) -> str:
+    """The header line of ``--accel-history``: how many figures have a drift between nights there, and how large."""
+    if not drifts:
+        return f"accel: history {folder}: no figure of {key} has {MIN_NIGHTS} nights at one level yet; no bound widened"
+    spreads = [drift.spread for drift in drifts.values()]
+    typical, widest = median(spreads), max(spreads)
+    return (
+        f"accel: history {folder}: drift between nights known for {len(drifts)} figure(s) of {key} "
+        f"(SD median {typical * 100:.1f}%, largest {widest * 100:.1f}%); each bound is at least that wide"
+    )

@@ -124,6 +124,15 @@ def _baselines_root(config: pytest.Config) -> Path:
     return base / str(config.getini("accel_baselines"))
 
 
+def _history_root(config: pytest.Config) -> Path | None:
+    """``--accel-history`` against the current folder, else ini ``accel_history`` against the ini file's; None: none."""
+    if config.option.accel_history:
+        return Path(config.option.accel_history).resolve()
+    if not (text := str(config.getini("accel_history")).strip()):
+        return None
+    return (config.inipath.parent if config.inipath else config.rootpath) / text
+
+
 @final
 @dataclass(frozen=True)
 class Setting:
@@ -270,6 +279,13 @@ class AccelOptions:
         flag="--accel-baselines", read=str, metavar="DIR", resolve=_baselines_root,
         flag_help="baseline folder (default: ini accel_baselines, else 'baselines' beside the ini file)",
         ini="accel_baselines", ini_help="baseline folder, relative to the ini file", default="baselines",
+    ))  # fmt: skip
+    # the nightly history whose nights' drift widens each figure's bound
+    history: Path | None = field(metadata=_setting(
+        flag="--accel-history", read=str, metavar="DIR", resolve=_history_root, child=True,
+        flag_help="the nightly results history (the folder pytest-accel archive fills): how far each figure moved "
+        "between its unchanged nights there widens its bound (default: ini accel_history; none)",
+        ini="accel_history", ini_help="nightly results history folder, relative to the ini file", default="",
     ))  # fmt: skip
     # record this run's measurements as baselines (--accel-update or --accel-reset-history)
     update: bool = field(metadata=_switch(
@@ -445,7 +461,11 @@ class AccelOptions:
 
         Every setting that decides a figure or a verdict goes to the child as its ini override: those
         declared with ``child=True``."""
-        ini = tuple((s.ini, str(getattr(self, name))) for name, s in SETTINGS.items() if s.child and s.ini)
+        ini = tuple(
+            (s.ini, str(getattr(self, name)))
+            for name, s in SETTINGS.items()
+            if s.child and s.ini and getattr(self, name) is not None
+        )
         return ChildSettings(
             device=device,
             profile=self.profile,

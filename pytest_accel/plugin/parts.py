@@ -23,8 +23,11 @@ from pytest_accel.engine.machine import wait_for_quiet
 from pytest_accel.engine.structure import structure_key
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.confirm import ChildSettings, accept_command, in_fresh_process, inherited_options
+from pytest_accel.judgement.drift import SEARCHED_NIGHTS, NightDrift, night_drifts
 from pytest_accel.judgement.gate import Gate, Waited
+from pytest_accel.judgement.results import ResultsError
 from pytest_accel.judgement.structures import StructureGate, StructureStore
+from pytest_accel.outputs.history_store import HistoryError, recent_figures
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.ranks import RankAgreement
 from pytest_accel.storage.files import StoreError
@@ -56,6 +59,7 @@ class RunParts:
         self.resolved: Device | None = None  # the device, once resolved
         self._baselines: dict[tuple[str, str], BaselineEntry] | None = None
         self._gate: Gate | None = None
+        self._drifts: dict[tuple[str, str], NightDrift] | None = None
         self.structure_gate_taken: StructureGate | None = None  # the structural gate, once built
         self.structure_key: str | None = None
 
@@ -90,6 +94,25 @@ class RunParts:
                 self._baselines = self.store.load(self.device().key(), self.options.profile, self.world_size)
         return self._baselines
 
+    def drifts(self) -> dict[tuple[str, str], NightDrift]:
+        """Each figure's drift between nights in ``--accel-history`` (none without it), read once; a
+        missing folder or a corrupt result file there is a usage error, a folder with no nights of this
+        device widens nothing."""
+        if self._drifts is None:
+            folder = self.options.history
+            figures = {}
+            if folder is not None:
+                if not folder.is_dir():
+                    raise pytest.UsageError(f"--accel-history {folder}: no such folder")
+                try:
+                    figures = recent_figures(folder, self.device().key(), SEARCHED_NIGHTS)
+                except HistoryError:
+                    figures = {}  # no result files yet (the history's first nights): nothing to widen by
+                except ResultsError as error:
+                    raise pytest.UsageError(f"cannot read the history (--accel-history): {error}") from None
+            self._drifts = night_drifts(figures)
+        return self._drifts
+
     def gate(self) -> Gate:
         """The regression gate of this run (built once the device is known)."""
         if self._gate is None:
@@ -102,6 +125,7 @@ class RunParts:
                 self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory,
                 lambda test: self.accept(test, "--accel-reset-history"), self.config.option.verbose > 0,
                 quiet=wait_for_quiet if self.world is None else None,  # ranks measure in step: none waits alone
+                drifts=self.drifts(),
             )  # fmt: skip
         return self._gate
 

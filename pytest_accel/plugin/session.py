@@ -20,7 +20,7 @@ from pytest_accel.judgement.confirm import in_fresh_process
 from pytest_accel.judgement.recording import stale_lines
 from pytest_accel.judgement.results import USER_PROPERTY, Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
-from pytest_accel.outputs.terminal import device_lines
+from pytest_accel.outputs.terminal import device_lines, history_line
 from pytest_accel.plugin.finish import RunFigures, RunFiles, summary_lines
 from pytest_accel.plugin.fixture import Throughput
 from pytest_accel.plugin.options import AccelOptions
@@ -110,6 +110,15 @@ class AccelSession:
             return [f"accel: device {self.options.device} (resolved when a perf test is collected), profile {profile}"]
         return device_lines(device.kind, device.key(), profile, device.provenance())
 
+    def _history_line(self, reporter: pytest.TerminalReporter | None) -> None:
+        """With ``--accel-history``: read it now (a bad folder stops the run) and say what it gives."""
+        folder = self.options.history
+        if folder is None:
+            return
+        drifts = self.parts.drifts()
+        if reporter is not None and not hasattr(self.config, "workerinput"):
+            reporter.write_line(history_line(folder, self.parts.key(), drifts))
+
     # --- hooks -------------------------------------------------------------------------------
 
     @pytest.hookimpl(trylast=True)
@@ -134,6 +143,7 @@ class AccelSession:
                     reporter.write_line(line)
         if perf_items:
             self.parts.baselines()  # a corrupt baseline file stops the run before anything is measured
+            self._history_line(self.config.pluginmanager.get_plugin("terminalreporter"))
             if takes_structures(self.options, self.parts.world is None):
                 self.parts.structure_gate()  # so does a corrupt structural record
 
