@@ -195,3 +195,19 @@ def test_a_confirmation_child_judges_with_the_same_history(pytester: pytest.Pyte
     assert ("accel_history", str(pytester.path / "h")) in given.child_settings("cpu", 1, ()).ini
     plain = AccelOptions.from_config(pytester.parseconfig())
     assert plain.history is None and "accel_history" not in dict(plain.child_settings("cpu", 1, ()).ini)
+
+
+def test_the_history_table_shows_each_figures_drift_since_its_last_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_accel.commands.cli import main
+
+    folder = tmp_path / "history"
+    for night in range(12):
+        source = write_night(tmp_path / f"{night}.json", night, shift_from=6)
+        archive(source, folder, Stamp(commit_of(night), "runner", str(night)))
+    assert main(["history", str(folder)]) == 0
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in capsys.readouterr().out.splitlines()}
+    assert rows["test"][3] == "drift (SD, nights)"
+    assert rows["t.py::test_slow"][3].endswith("% (6)")  # the 6 nights after the change point
+    assert rows["t.py::test_steady"][3].endswith("% (12)")

@@ -30,6 +30,7 @@ from pytest_accel.engine.processes import run_child
 from pytest_accel.engine.provenance import git_commit
 from pytest_accel.judgement.baselines import BaselineStore
 from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, DETECTORS
+from pytest_accel.judgement.drift import night_drift
 from pytest_accel.judgement.paired import SequentialPlan
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_time
@@ -178,7 +179,10 @@ def _history_table(
             for c in changes
         )
         name = display_name(*key)
-        rows.append([name, str(len(points)), format_rate(points[-1].figures[key].items_per_second), text or "none"])
+        drift = night_drift(values, normalized=True, tolerance=tolerance)  # what --accel-history widens by
+        moved = "-" if drift is None else f"{drift.spread * 100:.1f}% ({drift.nights})"
+        rate = format_rate(points[-1].figures[key].items_per_second)
+        rows.append([name, str(len(points)), rate, moved, text or "none"])
         if plots and any(c.ratio > 1 for c in changes):
             png = plot_png(name, {"relative time": values}, labels, "time per call (normalised)", changes)
             sections.append((f"Slower since {labels[changes[-1].index]}: {name}", "", [png]))
@@ -205,7 +209,8 @@ def cmd_history(options: argparse.Namespace) -> int:
     nights, inputs = _history_nights(options)
     if not nights:
         raise OutputError(f"{options.db}: indexes no nights; give the history folder to fill it")
-    header = ["test", "nights", "latest items/s", "change points (first night, commit, change, p)"]
+    header = ["test", "nights", "latest items/s", "drift (SD, nights)"]
+    header.append("change points (first night, commit, change, p)")
     devices = by_device(nights)
     sections: list[tuple[str, str, Sequence[str]]] = []
     for device, mine in devices.items():
