@@ -80,7 +80,7 @@ def test_unchanged_code_that_drifted_between_nights_is_not_failed_for_it() -> No
 
 
 def test_a_slowdown_beyond_the_drift_still_fails() -> None:
-    baseline = _observation(1.0, (1.0, 1.01, 0.995), NightDrift(0.03, 12, True))
+    baseline = _observation(1.0, (1.0, 1.01, 0.995), NightDrift(0.05, 12, True))
     assert judge_time(_observation(1.25), baseline, POLICY).outcome is Outcome.REGRESSED
 
 
