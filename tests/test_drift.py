@@ -28,10 +28,23 @@ def _levels(count: int, level: float = 1.0, sd: float = 0.0, seed: int = 0) -> l
     return [level * math.exp(rng.gauss(0.0, sd)) for _ in range(count)]
 
 
-def test_the_drift_is_the_sd_of_the_newest_nights_logs() -> None:
+def test_the_drift_is_the_robust_sd_of_the_newest_nights_logs() -> None:
     series = _levels(20, sd=0.04)
     drift = night_drift(series, normalized=True)
-    assert drift == NightDrift(statistics.stdev(math.log(v) for v in series[-DRIFT_NIGHTS:]), DRIFT_NIGHTS, True)
+    logs = [math.log(v) for v in series[-DRIFT_NIGHTS:]]
+    mad = statistics.median(abs(x - statistics.median(logs)) for x in logs)
+    assert drift == NightDrift(1.4826 * mad, DRIFT_NIGHTS, True)
+    assert drift.spread == pytest.approx(0.04, rel=0.5)
+
+
+def test_a_regressions_first_nights_do_not_widen_its_bound() -> None:
+    """Before three nights make a change point, the new level's nights are outliers, not drift: the
+    third night of a +20% regression still fails."""
+    series = _levels(12, sd=0.01, seed=3) + [1.2, 1.2]
+    drift = night_drift(series, normalized=True)
+    assert drift is not None and drift.spread < 0.02
+    baseline = _observation(1.0, (1.0, 1.01, 0.995), drift)
+    assert judge_time(_observation(1.2), baseline, POLICY).outcome is Outcome.REGRESSED
 
 
 def test_too_few_nights_give_no_drift() -> None:
@@ -138,7 +151,7 @@ def test_the_header_says_what_the_history_gives() -> None:
     drifts = {("a", "m"): NightDrift(0.01, 14, True), ("b", "m"): NightDrift(0.062, 9, True)}
     assert history_line("hist", "cpu-k-2c", drifts) == (
         "accel: history hist: drift between nights known for 2 figure(s) of cpu-k-2c (SD median 3.6%, "
-        "largest 6.2%); each bound is at least that wide"
+        "largest 6.2%): no bound narrower than its own"
     )
     assert history_line("hist", "cpu-k-2c", {}) == (
         "accel: history hist: no figure of cpu-k-2c has 3 nights at one level yet; no bound widened"

@@ -7,6 +7,10 @@ each night is one process measuring the figure at another time. The spread of a 
 since its last change point (a change of code or host moves the level, which is not drift) widens its
 verdict's between-run part like the recordings' own spread does, and the verdict names it when it
 sets the sight. Pure: no torch, no pytest.
+
+The spread is robust (the median absolute deviation, scaled to an SD): a regression's first one or two
+nights, before three of them make a change point, are off the level, and an SD would take them as
+drift: two nights at +20% among 14 at SD 1% would widen the bound enough to pass the third night's +20%.
 """
 
 from __future__ import annotations
@@ -27,12 +31,14 @@ SEARCHED_NIGHTS = 30
 DRIFT_NIGHTS = 14
 # Fewer nights give an SD with too few degrees of freedom to widen anything by (as a single recording's).
 MIN_NIGHTS = 3
+_MAD_TO_SD = 1.4826  # the median absolute deviation of normal data times this is its SD
 
 
 @final
 @dataclass(frozen=True)
 class NightDrift:
-    """The SD of a figure's log (its relative SD) over ``nights`` nights of unchanged level."""
+    """The SD of a figure's log (its relative SD, from the median absolute deviation) over ``nights`` nights of
+    unchanged level."""
 
     spread: float
     nights: int
@@ -40,7 +46,7 @@ class NightDrift:
 
 
 def night_drift(series: Sequence[float], normalized: bool, tolerance: float = 0.05) -> NightDrift | None:
-    """The drift of a figure's nightly series (oldest first): the SD of its logs over the newest nights
+    """The drift of a figure's nightly series (oldest first): the robust SD of its logs over the newest nights
     after its last change point, at most ``DRIFT_NIGHTS``; None when fewer than ``MIN_NIGHTS`` are left."""
     searched = [value for value in series[-SEARCHED_NIGHTS:] if value > 0 and math.isfinite(value)]
     points = change_points(searched, tolerance)
@@ -48,7 +54,9 @@ def night_drift(series: Sequence[float], normalized: bool, tolerance: float = 0.
     nights = level[-DRIFT_NIGHTS:]
     if len(nights) < MIN_NIGHTS:
         return None
-    return NightDrift(statistics.stdev(math.log(value) for value in nights), len(nights), normalized)
+    logs = [math.log(value) for value in nights]
+    centre = statistics.median(logs)
+    return NightDrift(_MAD_TO_SD * statistics.median(abs(x - centre) for x in logs), len(nights), normalized)
 
 
 def night_drifts(
