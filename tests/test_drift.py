@@ -40,7 +40,7 @@ def test_the_drift_is_the_robust_sd_of_the_newest_nights_logs() -> None:
 def test_a_regressions_first_nights_do_not_widen_its_bound() -> None:
     """Before three nights make a change point, the new level's nights are outliers, not drift: the
     third night of a +20% regression still fails."""
-    series = _levels(12, sd=0.01, seed=3) + [1.2, 1.2]
+    series = [*_levels(12, sd=0.01, seed=3), 1.2, 1.2]
     drift = night_drift(series, normalized=True)
     assert drift is not None and drift.spread < 0.02
     baseline = _observation(1.0, (1.0, 1.01, 0.995), drift)
