@@ -9,7 +9,7 @@ from pytest_accel.core.measurement import display_name, mode_note, short_names
 from pytest_accel.core.outcomes import Abstention, Outcome
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
-from pytest_accel.judgement.drift import MIN_NIGHTS, NightDrift
+from pytest_accel.judgement.drift import MIN_NIGHTS, UNSETTLED, NightDrift
 from pytest_accel.judgement.gate import NO_BASELINE, Waited
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
@@ -231,7 +231,8 @@ def device_lines(kind: str, key: str, profile: str, provenance: Mapping[str, str
 def history_line(folder: object, key: str, drifts: Mapping[tuple[str, str], NightDrift]) -> str:
     """The header line of ``--accel-history``: how many figures have a drift between nights there, and how large."""
     if not drifts:
-        return f"accel: history {folder}: no figure of {key} has {MIN_NIGHTS} nights at one level yet; no bound widened"
+        nights = MIN_NIGHTS + UNSETTLED
+        return f"accel: history {folder}: no figure of {key} has {nights} nights at one level yet; no bound widened"
     spreads = [drift.spread for drift in drifts.values()]
     typical, widest = median(spreads), max(spreads)
     return (
