@@ -158,7 +158,7 @@ def test_the_header_says_what_the_history_gives() -> None:
     drifts = {("a", "m"): NightDrift(0.01, 14, True), ("b", "m"): NightDrift(0.062, 9, True)}
     assert history_line("hist", "cpu-k-2c", drifts) == (
         "accel: history hist: drift between nights known for 2 figure(s) of cpu-k-2c (SD median 3.6%, "
-        "largest 6.2%): no bound narrower than its own"
+        "largest 6.2%): none is judged narrower than it drifts"
     )
     assert history_line("hist", "cpu-k-2c", {}) == (
         "accel: history hist: no figure of cpu-k-2c has 5 nights at one level yet; no bound widened"

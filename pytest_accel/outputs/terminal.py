@@ -237,5 +237,5 @@ def history_line(folder: object, key: str, drifts: Mapping[tuple[str, str], Nigh
     typical, widest = median(spreads), max(spreads)
     return (
         f"accel: history {folder}: drift between nights known for {len(drifts)} figure(s) of {key} "
-        f"(SD median {typical * 100:.1f}%, largest {widest * 100:.1f}%): no bound narrower than its own"
+        f"(SD median {typical * 100:.1f}%, largest {widest * 100:.1f}%): none is judged narrower than it drifts"
     )
