@@ -44,8 +44,8 @@ def test_a_kernel_that_jumps_now_and_then_keeps_its_jumps_as_drift() -> None:
 
 
 def test_a_regressions_first_nights_do_not_widen_its_bound() -> None:
-    """Before three nights make a change point, the new level's nights are outliers, not drift: the
-    third night of a +20% regression still fails."""
+    """Until three nights make a change point, a new level's first two nights are left out, not taken
+    for drift: the third night of a +20% regression still fails."""
     series = [*_levels(12, sd=0.01, seed=3), 1.2, 1.2]
     drift = night_drift(series, normalized=True)
     assert drift is not None and drift.spread < 0.02
