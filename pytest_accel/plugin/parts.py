@@ -110,7 +110,7 @@ class RunParts:
                     figures = {}  # no result files yet (the history's first nights): nothing to widen by
                 except ResultsError as error:
                     raise pytest.UsageError(f"cannot read the history (--accel-history): {error}") from None
-            self._drifts = night_drifts(figures)
+            self._drifts = night_drifts(figures, self.options.tolerance)  # a change of level as the gate sizes one
         return self._drifts
 
     def gate(self) -> Gate:
