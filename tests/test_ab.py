@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_accel.commands.ab import ABSettings, Sitting, _prepare_out, deselected
+from pytest_accel.commands.ab import ABSettings, Sitting, Track, _prepare_out, deselected
 from pytest_accel.commands.absides import Side, Worker
+from pytest_accel.core.outcomes import Outcome
+from pytest_accel.judgement.paired import SequentialPlan, judge_pairs
 
 # A workload whose cost the commit decides: SLOW repeats the work (3x: clear at the first look).
 KERNEL = "SLOW = {slow}\n\ndef work():\n    return sum(range(2000 * SLOW))\n"
@@ -352,6 +354,44 @@ def test_a_sitting_keeps_its_shared_peaks_in_its_runs_folder_so_the_next_sitting
         path.write_text("{}")
     _prepare_out(out)  # a finished sitting's folder: accepted, its runs (and peaks) cleared
     assert not (out / "runs").exists() and (out / "comparison.json").exists()
+
+
+def _sitting_of(tmp_path: Path, settings: ABSettings, pairs: list[float]) -> Sitting:
+    """A sitting whose pairs are ``pairs``' log ratios, in turn, for one test: no process runs."""
+    side = Side("base", "tree", "", tmp_path, tmp_path, sys.executable)
+    sitting = Sitting(settings, side, replace(side, name="head"), tmp_path / "out")
+    key = ("t.py::test_k", "throughput")
+
+    def pair() -> None:
+        track = sitting.tracks.setdefault(key, Track(key))
+        track.log_ratios.append(pairs[sitting.pairs % len(pairs)])
+        sitting.pairs += 1
+        track.verdict = judge_pairs(track.log_ratios, settings.plan)
+
+    sitting.pair = pair  # type: ignore[method-assign]
+    sitting.run(lambda *_: None)
+    return sitting
+
+
+def test_a_continued_sitting_judges_the_earlier_pairs_with_its_own_and_its_end_is_no_look(tmp_path: Path) -> None:
+    """A bisect step measured longer keeps its shorter sittings' pairs: one schedule over all of them,
+    and a sitting a longer one may follow ends undecided without spending a look."""
+    key, noisy = ("t.py::test_k", "throughput"), [0.1, -0.1]
+    plan = SequentialPlan(max_pairs=140)
+    first = _sitting_of(tmp_path / "1", ABSettings(("t.py",), plan=plan, sitting_pairs=20, final=False), noisy)
+    verdict = first.tracks[key].verdict
+    assert (first.pairs, verdict.outcome, verdict.pairs) == (20, Outcome.INCONCLUSIVE, 20)
+    assert verdict.reason == "20 pair(s) so far: a longer sitting continues them" and verdict.high is not None
+    earlier = {key: tuple(first.tracks[key].log_ratios)}
+    steady = ABSettings(("t.py",), plan=plan, earlier=earlier, sitting_pairs=40, final=True)
+    second = _sitting_of(tmp_path / "2", steady, [0.01, -0.01])
+    verdict = second.tracks[key].verdict
+    assert second.pairs < 40 and verdict.pairs == 20 + second.pairs
+    assert verdict.outcome is Outcome.UNCHANGED and second.tracks[key].log_ratios[:20] == list(earlier[key])
+    last = _sitting_of(tmp_path / "3", replace(steady, sitting_pairs=4), noisy)
+    assert (
+        last.tracks[key].verdict.outcome is Outcome.INCONCLUSIVE and "continues" not in last.tracks[key].verdict.reason
+    )
 
 
 @pytest.mark.slow

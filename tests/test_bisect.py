@@ -331,3 +331,35 @@ def test_a_misread_culprit_is_rechecked_withdrawn_and_the_search_finds_the_real_
     assert bisect.rechecked[(t, 4)] is not None and not bisect.stopped
     page = report(bisect, bisection, 1)
     assert "| +15.0% [+10.0% .. +20.0%] | the whole change |" in page and "withdrawn: 444444444" in page
+
+
+def test_a_step_measured_longer_continues_the_pairs_of_its_shorter_sittings() -> None:
+    """A test a step's sitting left undecided is measured again with that sitting's pairs carried on (one
+    sequential test per step, docs/studies/bisect); a test it decided is not measured again."""
+    from pytest_accel.commands.bisect import Bisect, BisectSettings, Reading
+
+    commits = [f"{i:x}" * 40 for i in range(3)]
+    bisect = Bisect(BisectSettings(("t.py",), "good", "bad"), Path("."), commits, dict.fromkeys(commits, "docs"))
+    a, b = "t.py::test_k[a]", "t.py::test_k[b]"
+    calls: list[tuple[object, ...]] = []
+
+    def sitting(kind: str, base: int, head: int, tests: tuple[str, ...], minutes: float, try_: int = 0,
+                operators: bool = False, earlier: dict | None = None) -> object:  # fmt: skip
+        carried = {key: len(ratios) for key, ratios in (earlier or {}).items()}
+        calls.append((kind, try_, tuple(tests), carried))
+        pairs = 20 * 2**try_ + max(carried.values(), default=0)
+        tracks = {(t, "throughput"): SimpleNamespace(log_ratios=[0.0] * pairs) for t in tests or (a, b)}
+        said = {t: Reading(Outcome.INCONCLUSIVE, 1.0, 0.9, 1.1, pairs) for t in tests or (a, b)}
+        if not tests:
+            said[b] = Reading(Outcome.UNCHANGED, 1.0, 0.98, 1.02, pairs)
+        return SimpleNamespace(tracks=tracks), said
+
+    bisect._sitting = sitting  # type: ignore[method-assign]
+    readings, cut = bisect.measure("range", 0, 2, ())
+    assert calls == [
+        ("range", 0, (), {}),
+        ("range", 1, (a,), {(a, "throughput"): 20}),
+        ("range", 2, (a,), {(a, "throughput"): 60}),
+    ]
+    assert bisect.tests == (a, b) and readings is not None and not cut
+    assert readings[a].pairs == 140 and readings[b].outcome is Outcome.UNCHANGED

@@ -55,7 +55,7 @@ from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_mem
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.storage.files import encode, write_atomically
 
-__all__ = ["ABError", "ABSettings", "Sitting", "deselected", "run_ab", "sit"]
+__all__ = ["ABError", "ABSettings", "Key", "Sitting", "deselected", "run_ab", "sit"]
 
 AB_SCHEMA = 1
 _ROOTDIR = re.compile(r"^rootdir: .*$", re.MULTILINE)  # pytest's header: "rootdir: DIR[, configfile: FILE]"
@@ -90,6 +90,13 @@ class ABSettings:
     reuse: int = 5  # runs per side's worker process before a fresh one (1: a new process every run)
     min_rounds: int = 10  # timed rounds per test per run at least (a long call's median of 5 was its own noise)
     measure_seconds: float | None = None  # timed budget per test per run; None: the project's
+    # A sitting that continues an earlier one of the same two builds (a bisect's step measured longer):
+    # the earlier pairs' log ratios per (test, metric), judged with this sitting's under one schedule
+    # (``plan.max_pairs`` is then the whole step's), ``sitting_pairs`` this sitting's share of them, and
+    # ``final`` False when a longer sitting may follow: its end is then no look (no claim, no verdict).
+    earlier: Mapping[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)
+    sitting_pairs: int | None = None
+    final: bool = True
 
     @property
     def budget(self) -> tuple[int, float | None]:
@@ -235,6 +242,8 @@ class Sitting:
         self.pair_seconds: list[float] = []  # the sitting's clock at the end of each pair
         self.workers: dict[str, Worker] = {}
         self.spawned = {"base": 0, "head": 0}
+        for key, ratios in settings.earlier.items():
+            self.tracks[key] = Track(key, log_ratios=list(ratios))
         (scratch / "empty-baselines").mkdir(parents=True, exist_ok=True)
         (scratch / "runs").mkdir(parents=True, exist_ok=True)
 
@@ -332,6 +341,7 @@ class Sitting:
 
     def run(self, progress: Any) -> None:
         plan, budget = self.settings.plan, self.settings.max_minutes * 60
+        cap = self.settings.sitting_pairs or plan.max_pairs
         while True:
             self.pair()
             elapsed = time.monotonic() - self.started
@@ -344,15 +354,25 @@ class Sitting:
                 hit_limit = any(t.verdict.outcome is Outcome.INCONCLUSIVE for t in self.tracks.values())
                 self.stop_reason = f"--max-pairs {plan.max_pairs} reached" if hit_limit else "every test decided"
                 return
-            if self.pairs >= plan.max_pairs:
-                self.stop_reason = f"--max-pairs {plan.max_pairs} reached"
+            if self.pairs >= cap:
+                self.stop_reason = f"--max-pairs {cap} reached"
             elif elapsed + elapsed / self.pairs > budget:
                 self.stop_reason = f"--max-minutes {self.settings.max_minutes:g} would be exceeded by another pair"
             else:
                 continue
             for track in pending:
-                track.verdict = judge_pairs(track.log_ratios, self._plan(track.key), last=True)
+                track.verdict = self._stopped(track)
             return
+
+    def _stopped(self, track: Track) -> PairedVerdict:
+        """A pending track's verdict when the sitting stops: the plan's last look, or, when a longer sitting
+        may continue its pairs (``ABSettings.final`` False), no look: undecided so far, its interval shown."""
+        plan = self._plan(track.key)
+        if self.settings.final or len(track.log_ratios) < 2:
+            return judge_pairs(track.log_ratios, plan, last=True)
+        ratio, low, high = plan.interval(track.log_ratios)
+        reason = f"{len(track.log_ratios)} pair(s) so far: a longer sitting continues them"
+        return PairedVerdict(Outcome.INCONCLUSIVE, len(track.log_ratios), ratio, low, high, reason)
 
     def explain(self) -> None:
         """One more process per side for the regressed tests, each profiled with its trace written:
@@ -481,6 +501,7 @@ def write_outputs(sitting: Sitting, code: int) -> str:
         "plan": {**asdict(settings.plan), "looks": list(settings.plan.looks), "max_minutes": settings.max_minutes},
         "plans": {test: asdict(plan) for test, plan in sorted(settings.plans.items())},
         "pairs": sitting.pairs,
+        "earlier_pairs": {display_name(*key): len(ratios) for key, ratios in sorted(settings.earlier.items())},
         "seconds": time.monotonic() - sitting.started,
         "pair_seconds": [round(seconds, 1) for seconds in sitting.pair_seconds],  # a test of k pairs: its time
         "stop_reason": sitting.stop_reason,

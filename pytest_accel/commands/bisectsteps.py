@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
 
-from pytest_accel.commands.ab import ABSettings, Sitting, deselected, sit
+from pytest_accel.commands.ab import ABSettings, Key, Sitting, deselected, sit
 from pytest_accel.commands.absides import EXIT_INCONCLUSIVE, EXIT_USAGE, ABError, commit_of, git
 from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.units import format_change
@@ -156,14 +156,33 @@ class Bisect:
         return self.settings.max_minutes * 60 - (time.monotonic() - self.started)
 
     def _sitting(
-        self, kind: str, base: int, head: int, tests: Sequence[str], minutes: float, pairs: int, operators: bool = False
+        self,
+        kind: str,
+        base: int,
+        head: int,
+        tests: Sequence[str],
+        minutes: float,
+        try_: int | None = None,
+        operators: bool = False,
+        earlier: Mapping[Key, tuple[float, ...]] | None = None,
     ) -> tuple[Sitting | None, dict[str, Reading]]:
-        """One ``ab`` sitting of ``head`` against ``base`` for ``tests`` (all, before the first is known).
+        """One ``ab`` sitting of ``head`` against ``base`` for ``tests`` (all, before the first is known):
+        the ``try_``-th of a step, continuing the ``earlier`` pairs of the step's tries before it (None: a
+        sitting of its own, the culprit's, of the first try's pairs).
+
+        The step's tries are one sequential test: their looks follow one schedule up to the pairs of all
+        ``tries`` sittings, and a try's end is a look only when it is the last. A try measured longer
+        thus keeps what the shorter ones measured: an unchanged math decode kernel read 1.002, 0.997
+        and 1.030 in three separate sittings of 20, 40 and 80 pairs, each undecided; the 140 pairs
+        together, estimated from the three intervals, about 1.016 [0.984 .. 1.050] (docs/studies/bisect,
+        "One step, one test").
 
         A head that cannot be measured at all (ab's exit 125: it does not build, import or collect)
         returns (None, {}), its reason logged; any other ``ABError`` passes through.
         """
-        plan = replace(self.settings.plan, max_pairs=max(pairs, self.settings.plan.min_pairs))
+        first = max(self.settings.plan.max_pairs, self.settings.plan.min_pairs)
+        tries = 1 if try_ is None else self.settings.tries
+        plan = replace(self.settings.plan, max_pairs=first * (2**tries - 1))
         if kind in ("range", "rest"):  # "did it get slower?": one-sided, as a step's question (``split``)
             plan = replace(plan, not_slower_than=plan.tolerance)
         settings = ABSettings(
@@ -179,6 +198,9 @@ class Bisect:
             reuse=self.settings.reuse,
             min_rounds=self.settings.min_rounds,
             measure_seconds=self.settings.measure_seconds,
+            earlier=dict(earlier or {}),
+            sitting_pairs=first * 2 ** (try_ or 0),
+            final=try_ is None or try_ >= tries - 1,
         )
         began = time.monotonic()
         print(
@@ -197,7 +219,8 @@ class Bisect:
             self.log.add(kind, self.commits[base], self.commits[head], None, {}, time.monotonic() - began, note)
             return None, {}
         readings = _readings(sitting)
-        self.log.add(kind, self.commits[base], self.commits[head], sitting, readings, time.monotonic() - began)
+        note = f"continues {max(map(len, earlier.values()))} earlier pair(s)" if earlier else ""
+        self.log.add(kind, self.commits[base], self.commits[head], sitting, readings, time.monotonic() - began, note)
         return sitting, readings
 
     def split(self, test: str, plan: SequentialPlan) -> SequentialPlan:
@@ -222,20 +245,24 @@ class Bisect:
         doubled each try, from try ``first_try``) while some stay undecided, ``tries`` in all. None: the
         head could not be measured at all. A test not compared (on one side only, or failing) is not retried."""
         minutes = self.settings.step_minutes * 2**first_try
-        pairs = self.settings.plan.max_pairs * 2**first_try
         readings: dict[str, Reading] = {}
         undecided = list(tests)
-        for _ in range(first_try, self.settings.tries):
+        earlier: dict[Key, tuple[float, ...]] = {}
+        for try_ in range(first_try, self.settings.tries):
             if self._left() < _LEAST_SECONDS:
                 return readings, True
-            sitting, said = self._sitting(kind, base, head, undecided, min(minutes, self._left() / 60), pairs)
+            sitting, said = self._sitting(
+                kind, base, head, undecided, min(minutes, self._left() / 60), try_, earlier=earlier
+            )
             if sitting is None:
                 return readings or None, False
             readings.update(said)
+            self.tests = self.tests or tuple(sorted(said))  # the range's first sitting: every test of the selection
             undecided = [t for t in said if said[t].judged is Judged.UNDECIDED and said[t].compared]
-            if not undecided or not tests:
+            if not undecided:
                 break
-            minutes, pairs = minutes * 2, pairs * 2
+            earlier = {key: tuple(t.log_ratios) for key, t in sitting.tracks.items() if key[0] in undecided}
+            minutes *= 2
         cut = self._left() <= 0 and any(r.judged is Judged.UNDECIDED and r.compared for r in readings.values())
         return readings, cut
 
@@ -245,10 +272,6 @@ class Bisect:
         if readings is None:
             raise ABError(f"--bad {self.settings.bad}: could not be measured (see {self.settings.out})", EXIT_USAGE)
         self.tests, self.whole = tuple(sorted(readings)), readings
-        undecided = [t for t, r in readings.items() if r.judged is Judged.UNDECIDED and r.compared]
-        if undecided:  # measured longer, as a step would be
-            longer, _ = self.measure("range", 0, len(self.commits) - 1, undecided, first_try=1)
-            self.whole.update(longer or {})
         regressed = [test for test, reading in self.whole.items() if reading.judged is Judged.BAD]
         self.change = {test: self.whole[test] for test in regressed}
         return regressed
@@ -286,7 +309,7 @@ class Bisect:
             minutes = min(self.settings.step_minutes, self._left() / 60)
             try:
                 sitting, readings = self._sitting(
-                    "culprit", before, culprit, tests, minutes, self.settings.plan.max_pairs, self.settings.operators
+                    "culprit", before, culprit, tests, minutes, operators=self.settings.operators
                 )
             except ABError as error:
                 self.stopped = f"a sitting failed: {str(error).splitlines()[0]}"

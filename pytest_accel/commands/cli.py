@@ -508,7 +508,10 @@ def _add_bisect_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     bisect.add_argument("--step-minutes", type=float, default=10.0, help="a step's first sitting at most (10)")
     bisect.add_argument(
-        "--tries", type=int, default=3, help="sittings per step while tests stay undecided, each twice as long (3)"
+        "--tries",
+        type=int,
+        default=3,
+        help="sittings per step while tests stay undecided, each twice as long and carrying on the pairs before (3)",
     )
     bisect.add_argument("--json", type=Path, help="also write the answer as JSON here")
     _add_sitting_options(bisect, ".pytest-accel-bisect", max_pairs=20, max_minutes=120.0)
