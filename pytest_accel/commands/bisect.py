@@ -5,8 +5,9 @@ saw). A first sitting measures the bad commit against the good one: the tests it
 searched (``judgement/bisection.py``), every step an ``ab`` sitting of one commit against the
 search's anchor (the good commit; for the rest of a change, the culprit before). A step that stays
 undecided is measured again, longer (pairs and minutes doubled, ``tries`` sittings in all, each
-carrying on the pairs of the ones before: one sequential test per step), never taken for good or bad; a commit whose tests cannot be measured at all (it does not build, import or
-collect) is skipped and named. Each culprit found exactly is then measured against the commit before
+carrying on the pairs of the ones before: one sequential test per step), never taken for good or
+bad; a commit whose tests cannot be measured at all (it does not build, import or collect) is
+skipped and named. Each culprit found exactly is then measured against the commit before
 it, profiled: its own change and which operators moved. One that reads no slowdown there is measured
 again against its anchor, longer; not slower again, it was a step's misreading: it is withdrawn, named
 as such, and its search resumes after it. Time only: peak memory is ``ab``'s to judge.
