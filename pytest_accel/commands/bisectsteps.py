@@ -1,6 +1,7 @@
 """A bisect's sittings: each step an ``ab`` sitting of one commit against an anchor, measured longer while
-undecided, within the bisect's clock; and the log of every sitting for its answer
-(``pytest_accel.commands.bisect`` runs the command and writes the answer)."""
+undecided (each longer sitting carrying on the shorter ones' pairs: one sequential test per step), within
+the bisect's clock; and the log of every sitting for its answer (``pytest_accel.commands.bisect`` runs the
+command and writes the answer)."""
 
 from __future__ import annotations
 
