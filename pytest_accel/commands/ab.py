@@ -93,7 +93,7 @@ class ABSettings:
     # A sitting that continues an earlier one of the same two builds (a bisect's step measured longer):
     # the earlier pairs' log ratios per (test, metric), judged with this sitting's under one schedule
     # (``plan.max_pairs`` is then the whole step's), ``sitting_pairs`` this sitting's share of them, and
-    # ``final`` False when a longer sitting may follow: its end is then no look (no claim, no verdict).
+    # ``final`` False when a longer sitting may follow: its end is then no look (undecided so far, no claim).
     earlier: Mapping[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)
     sitting_pairs: int | None = None
     final: bool = True

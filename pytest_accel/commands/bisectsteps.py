@@ -272,7 +272,7 @@ class Bisect:
         readings, _ = self.measure("range", 0, len(self.commits) - 1, ())
         if readings is None:
             raise ABError(f"--bad {self.settings.bad}: could not be measured (see {self.settings.out})", EXIT_USAGE)
-        self.tests, self.whole = tuple(sorted(readings)), readings
+        self.whole = readings  # ``measure`` named every test of the selection (``self.tests``) at its first sitting
         regressed = [test for test, reading in self.whole.items() if reading.judged is Judged.BAD]
         self.change = {test: self.whole[test] for test in regressed}
         return regressed
