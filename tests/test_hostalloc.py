@@ -3,6 +3,11 @@ modes are never compared."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -72,7 +77,9 @@ def test_the_cpu_reports_its_allocator_and_a_baseline_under_another_is_not_compa
     device = CpuDevice(1, "steady")
     device.activate()
     now = dict(device.provenance())
-    assert now["host_allocator"] in ("glibc-steady", "system") or now["host_allocator"].startswith("preloaded:")
+    assert now["host_allocator"].removesuffix("-huge") in ("glibc-steady", "system") or now[
+        "host_allocator"
+    ].startswith("preloaded:")
     recorded = {**now, "host_allocator": "glibc"}
     entry = BaselineEntry("t.py::test_k", "throughput", "calls", 1.0, (0.005,) * 5, provenance=recorded)
     reason = entry.incomparable(Measurement("calls", 1.0, (0.01,) * 5), now)
@@ -84,3 +91,88 @@ def test_the_cpu_reports_its_allocator_and_a_baseline_under_another_is_not_compa
         k: v for k, v in now.items() if k != "host_allocator"
     })  # fmt: skip
     assert "does not say its host_allocator" in str(old.incomparable(Measurement("calls", 1.0, (0.01,) * 5), now))
+
+
+@pytest.mark.parametrize(
+    ("text", "mode"),
+    [("always [madvise] never\n", "madvise"), ("[always] madvise never\n", "always"), ("madvise [never]", "never")],
+)
+def test_the_kernels_huge_page_mode_is_the_bracketed_word(tmp_path: Path, text: str, mode: str) -> None:
+    setting = tmp_path / "enabled"
+    setting.write_text(text)
+    assert hostalloc._thp_setting(setting) == mode
+    assert hostalloc._thp_setting(tmp_path / "absent") is None
+
+
+@pytest.mark.parametrize(
+    ("mode", "kernel", "given", "expected"),
+    [
+        ("steady", "madvise", {}, "1"),
+        ("steady", "always", {}, "1"),
+        ("system", "madvise", {}, None),  # the system mode leaves torch's allocator as it is
+        ("steady", "never", {}, None),  # nothing to ask for
+        ("steady", None, {}, None),  # not Linux, or no transparent huge pages
+        ("steady", "madvise", {hostalloc.HUGE_PAGES_ENV: "0"}, "0"),  # the user's word stands
+    ],
+)
+def test_the_steady_mode_asks_torch_for_huge_pages_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch, mode: str, kernel: str | None, given: dict[str, str], expected: str | None
+) -> None:
+    monkeypatch.setattr(hostalloc, "_thp_setting", lambda: kernel)
+    environment = dict(given)
+    assert hostalloc.ask_for_huge_pages(mode, environment) is (expected == "1" and not given)
+    assert environment.get(hostalloc.HUGE_PAGES_ENV) == expected
+
+
+def test_a_process_that_imported_torch_already_is_not_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch read the variable at its first allocation: setting it now would reach only the children.
+    monkeypatch.setattr(hostalloc, "_thp_setting", lambda: "madvise")
+    monkeypatch.delenv(hostalloc.HUGE_PAGES_ENV, raising=False)
+    assert "torch" in sys.modules
+    assert hostalloc.ask_for_huge_pages("steady") is False
+    assert hostalloc.HUGE_PAGES_ENV not in os.environ
+
+
+def test_a_mappings_flags_are_read_from_smaps(tmp_path: Path) -> None:
+    smaps = tmp_path / "smaps"
+    smaps.write_text(
+        "55d0c0000000-55d0c0400000 rw-p 00000000 00:00 0                          [heap]\n"
+        "Size:               4096 kB\nTHPeligible:    1\nVmFlags: rd wr mr mw me ac hg\n"
+        "7f0000000000-7f0000001000 r--p 00000000 08:01 42                         /usr/lib/libc.so.6\n"
+        "Size:                  4 kB\nVmFlags: rd mr mw me\n"
+    )
+    assert hostalloc._mapping_flags(0x55D0C0001000, smaps) == ("rd", "wr", "mr", "mw", "me", "ac", "hg")
+    assert hostalloc._mapping_flags(0x7F0000000800, smaps) == ("rd", "mr", "mw", "me")
+    assert hostalloc._mapping_flags(0x1000, smaps) == ()
+    assert hostalloc._mapping_flags(0x1000, tmp_path / "absent") == ()
+
+
+_PROVENANCE = (
+    "from pytest_accel.engine.devices.cpu import CpuDevice; d = CpuDevice(1, 'steady'); d.activate(); "
+    "print(d.provenance()['host_allocator'])"
+)
+
+
+@glibc_only
+@pytest.mark.skipif(hostalloc._thp_setting() in (None, "never"), reason="needs transparent huge pages")
+@pytest.mark.parametrize(("value", "reported"), [("1", "glibc-steady-huge"), ("0", "glibc-steady")])
+def test_a_fresh_process_reports_whether_its_large_blocks_sit_on_huge_pages(value: str, reported: str) -> None:
+    environment = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"} | {hostalloc.HUGE_PAGES_ENV: value}
+    done = subprocess.run([sys.executable, "-c", _PROVENANCE], env=environment, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    expected = "glibc-steady-huge" if hostalloc._thp_setting() == "always" else reported
+    assert done.stdout.split()[-1] == expected
+
+
+@pytest.mark.skipif(hostalloc._thp_setting() in (None, "never"), reason="needs transparent huge pages")
+@pytest.mark.parametrize(("option", "seen"), [((), "1"), (("--accel-host-allocator", "system"), "None")])
+def test_the_plugin_asks_before_the_test_modules_import_torch(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, option: tuple[str, ...], seen: str
+) -> None:
+    monkeypatch.delenv(hostalloc.HUGE_PAGES_ENV, raising=False)
+    pytester.makepyfile(
+        test_env="import os\n\ndef test_env():\n    print('asked:', os.environ.get('THP_MEM_ALLOC_ENABLE'))\n"
+    )
+    result = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider", *option)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"*asked: {seen}*"])

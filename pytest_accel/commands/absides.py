@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import final
 
 from pytest_accel.commands import abworker
+from pytest_accel.engine.devices.hostalloc import ask_for_huge_pages
 from pytest_accel.engine.machine import PEAK_FILE_ENV
 from pytest_accel.engine.processes import GitError, kill_group, run_child, start_group
 from pytest_accel.engine.processes import git as run_git
@@ -110,12 +111,16 @@ def _environment(side: Side) -> dict[str, str]:
     # for both sides. Compiled code must be built per tree: that is what --base-python is for.
     paths = [str(side.root)] + ([str(side.root / "src")] if (side.root / "src").is_dir() else [])
     inherited = os.environ.get("PYTHONPATH")
-    return {
+    environment = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(paths + ([inherited] if inherited else [])),
         "PYTEST_ACCEL_AB_SIDE": side.name,
         **({PEAK_FILE_ENV: str(side.peak_file)} if side.peak_file is not None else {}),
     }
+    # The worker imports torch before its runs' plugin could ask for huge pages: ask here, for both
+    # sides alike (under --accel-host-allocator system the runs then say glibc-huge).
+    ask_for_huge_pages("steady", environment)
+    return environment
 
 
 def log_tail(log: Path) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_accel.engine.devices.hostalloc import ask_for_huge_pages
 from pytest_accel.engine.processes import watch_lifeline
 from pytest_accel.plugin.options import MARKER_SETTINGS, SETTINGS
 
@@ -38,7 +39,12 @@ def _option_taken(parser: pytest.Parser, name: str) -> bool:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> Generator[None]:
-    """Add the short ``--device`` once conftests had their say: a project's own ``--device`` wins."""
+    """Add the short ``--device`` once conftests had their say: a project's own ``--device`` wins.
+
+    Before them, as they may import torch: the steady host allocator's huge pages (hostalloc)."""
+    setting = SETTINGS["host_allocator"]
+    mode = getattr(early_config.known_args_namespace, setting.dest, None) or early_config.getini(str(setting.ini))
+    ask_for_huge_pages(str(mode))
     result = yield
     if not _option_taken(parser, "--device"):
         parser.getgroup("accel").addoption("--device", **SETTINGS["device"].flag_arguments("; same as --accel-device"))

@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, final
 
 from pytest_accel.engine.devices.base import CacheFlush, ClockWatch, ModeUnavailable, OutOfMemoryReport, slug
-from pytest_accel.engine.devices.hostalloc import configure_host_allocator, release_free_memory
+from pytest_accel.engine.devices.hostalloc import (
+    configure_host_allocator,
+    large_blocks_on_huge_pages,
+    release_free_memory,
+    with_huge_pages,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -152,11 +157,16 @@ class CpuDevice:
 
     def activate(self) -> None:
         """Pin torch's intra-op threads (see ``default_cpu_threads``) and set the host allocator's mode
-        (``hostalloc``: by default freed memory is kept, so no call pays for another's page faults)."""
+        (``hostalloc``: by default freed memory is kept, so no call pays for another's page faults, and
+        large blocks sit on huge pages where the plugin could ask for them before torch was imported)."""
         import torch
 
         torch.set_num_threads(self.threads)
-        self._allocator_in_use = configure_host_allocator(self.host_allocator)
+        self._allocator_in_use = self._allocator(apply=True)
+
+    def _allocator(self, apply: bool) -> str:
+        """The host allocator's provenance name (``hostalloc``), its mode applied or only foreseen."""
+        return with_huge_pages(configure_host_allocator(self.host_allocator, apply), large_blocks_on_huge_pages())
 
     def is_available(self) -> bool:
         """The CPU is always there."""
@@ -189,7 +199,7 @@ class CpuDevice:
             "torch": torch.__version__,
             "cpu_threads": str(self.threads),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "host_allocator": self._allocator_in_use or configure_host_allocator(self.host_allocator, apply=False),
+            "host_allocator": self._allocator_in_use or self._allocator(apply=False),
             "python": platform.python_version(),
             **cpu_identity(),
         }
