@@ -176,3 +176,16 @@ def test_the_plugin_asks_before_the_test_modules_import_torch(
     result = pytester.runpytest_subprocess("-s", "-p", "no:cacheprovider", *option)
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"*asked: {seen}*"])
+
+
+def test_a_baseline_that_differs_only_in_huge_pages_says_the_usual_causes() -> None:
+    now = {"host_allocator": "glibc-steady"}
+    entry = BaselineEntry("t.py::test_k", "throughput", "calls", 1.0, (0.005,) * 5, provenance={
+        "host_allocator": "glibc-steady-huge"
+    })  # fmt: skip
+    assert entry.incomparable(Measurement("calls", 1.0, (0.01,) * 5), now) == (
+        "host_allocator glibc-steady-huge -> glibc-steady",
+        "the baseline was taken with host_allocator=glibc-steady-huge, this run has host_allocator=glibc-steady: "
+        "large blocks on huge pages in one and not the other (torch imported before pytest-accel could ask, "
+        "THP_MEM_ALLOC_ENABLE set, or the kernel's transparent huge pages setting)",
+    )

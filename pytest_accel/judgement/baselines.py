@@ -64,6 +64,11 @@ COMPARABLE_PROVENANCE = ("cpu_threads", "cpu_stepping", "cache_l2", "cache_l3", 
 # generation) and a CPU's family and model number. Like the fields above, they must be equal; a field
 # that one side records and the other does not makes the figure "new", never compared.
 IDENTITY_PROVENANCE = ("device_model", "cpu_family", "cpu_model_number")
+# Said when two host allocators differ only in huge pages (engine/devices/hostalloc.py): the usual causes.
+_HUGE_PAGES_WHY = (
+    ": large blocks on huge pages in one and not the other (torch imported before pytest-accel could ask,"
+    " THP_MEM_ALLOC_ENABLE set, or the kernel's transparent huge pages setting)"
+)
 # Compared by major version only: a driver's minor release does not change what a figure means.
 MAJOR_VERSION_PROVENANCE = ("cuda_driver",)
 # Recorded runs kept per baseline entry: enough for a stable spread, few enough that a baseline
@@ -218,7 +223,8 @@ class BaselineEntry:
             if key in MAJOR_VERSION_PROVENANCE:
                 then, now = then.split(".")[0], now.split(".")[0]
             if then != now:
-                return f"{key} {then} -> {now}", f"the baseline was taken with {key}={then}, this run has {key}={now}"
+                sentence = f"the baseline was taken with {key}={then}, this run has {key}={now}"
+                return f"{key} {then} -> {now}", sentence + _HUGE_PAGES_WHY * _only_huge_pages_differ(key, then, now)
         return None
 
     def to_json(self) -> dict[str, Any]:
@@ -383,3 +389,7 @@ class BaselineStore:
     def files(self) -> list[Path]:
         """Every baseline file under the root, sorted (lock and temporary files excluded)."""
         return self._files.files()
+
+
+def _only_huge_pages_differ(key: str, then: str, now: str) -> bool:
+    return key == "host_allocator" and then.removesuffix("-huge") == now.removesuffix("-huge")

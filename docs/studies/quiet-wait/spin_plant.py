@@ -15,6 +15,9 @@ says of which time:
   left alone; what runs is unchanged, so only time can see it.
 
 Used by ``quiet_wait.sh`` and ``hours_later.sh``, which put this folder on PYTHONPATH to load it.
+It plants in ``pytest_configure``, after the conftests: a ``-p`` plugin is imported before
+pytest-accel's, and one that imported torch would keep the plugin from asking torch for huge pages
+(engine/devices/hostalloc.py), so that its figures would not be compared with the recordings.
 """
 
 from __future__ import annotations
@@ -24,19 +27,16 @@ import os
 import time
 from typing import Any
 
-import torch.nn.functional as F
-
 FRACTION = float(os.environ.get("ACCEL_SPIN", "0.25"))
 OF_CALL = os.environ.get("ACCEL_SPIN_OF", "sdpa") == "call"
 GAP_LIMIT = 4.0
-_original = F.scaled_dot_product_attention
+_original: list[Any] = []  # torch's SDPA, once planted
 _last_end = [0.0]
 
 
-@functools.wraps(_original)
 def _slower(*args: Any, **kwargs: Any) -> Any:
     began = time.perf_counter()
-    result = _original(*args, **kwargs)
+    result = _original[0](*args, **kwargs)
     ended = time.perf_counter()
     own = ended - began
     gap = began - _last_end[0]
@@ -69,7 +69,12 @@ def _plant_the_workload() -> None:
     Throughput.__call__ = measured  # type: ignore[method-assign]
 
 
-if os.environ.get("ACCEL_SPIN_OF", "sdpa") == "fn":
-    _plant_the_workload()
-else:
-    F.scaled_dot_product_attention = _slower
+def pytest_configure(config: Any) -> None:
+    """Plant, once the conftests (and torch) are imported."""
+    if os.environ.get("ACCEL_SPIN_OF", "sdpa") == "fn":
+        _plant_the_workload()
+        return
+    import torch.nn.functional as F
+
+    _original.append(F.scaled_dot_product_attention)
+    F.scaled_dot_product_attention = functools.wraps(_original[0])(_slower)
