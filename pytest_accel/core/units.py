@@ -73,12 +73,14 @@ def format_change(ratio: float, low: float, high: float) -> str:
 
 def joined_to_fit(head: str, items: Sequence[str], width: int, unlisted: int = 0, more: str = "more (-v)") -> str:
     """``head`` and then ``items`` joined by "; ", in order, while the line stays within ``width``
-    characters; the ones left out, and ``unlisted`` others, are counted (``head a; b; 3 more (-v)``)."""
+    characters; the ones left out, and ``unlisted`` others, are counted (``head a; b; 3 more (-v)``).
+    The first item is always shown, past ``width`` if it must: a line that named none would say
+    only how many there are."""
     text, shown = head, 0
     for item in items:
         rest = len(items) - shown - 1 + unlisted
         candidate = f"{text}{' ' if shown == 0 else '; '}{item}"
-        if len(candidate) + (len(f"; {rest} {more}") if rest else 0) > width:
+        if shown and len(candidate) + (len(f"; {rest} {more}") if rest else 0) > width:
             break
         text, shown = candidate, shown + 1
     hidden = len(items) - shown + unlisted
