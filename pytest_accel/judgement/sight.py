@@ -25,13 +25,14 @@ from pytest_accel.judgement.drift import NightDrift
 from pytest_accel.judgement.state import StateShift
 
 # The short causes a summary counts; the verdict's clause says them in full.
-RECORDINGS, NIGHTS, TYPICAL, FLOOR, ROUNDS, STATE = (
+RECORDINGS, NIGHTS, TYPICAL, FLOOR, ROUNDS, STATE, NEIGHBOUR = (
     "its recordings' spread",
     "its drift between nights",
     "the file's typical spread",
     "the assumed spread between processes",
     "this run's rounds",
     "the machine's state",
+    "what a neighbour could hide",
 )
 Source = Literal["recordings", "nights", "typical", "floor"]  # which SD set the between-process part
 
@@ -79,11 +80,12 @@ def between_run(
     return z_score(confidence) * spread * math.sqrt(1 + 1 / len(runs)), source, spread
 
 
-def limited_by(width: Width, slower_shift: float, tolerance: float) -> tuple[str, str] | None:
+def limited_by(width: Width, slower_shift: float, tolerance: float, hidden: float = 0.0) -> tuple[str, str] | None:
     """(the short cause, the clause) of the widest part of the interval, when the interval rather than
     the tolerance sets the sight; None when the tolerance does. The state's part is linear on the slow
-    side, the others add in quadrature, so each is compared by what it alone would give."""
-    if math.exp(width.half_width + slower_shift) - 1 <= tolerance:
+    side, as is what a calibrated neighbour could hide (``hidden``, log); the others add in quadrature,
+    so each is compared by what it alone would give."""
+    if hidden == 0 and math.exp(width.half_width + slower_shift) - 1 <= tolerance:
         return None
     between = {
         "recordings": RECORDINGS,
@@ -91,10 +93,10 @@ def limited_by(width: Width, slower_shift: float, tolerance: float) -> tuple[str
         "typical": TYPICAL,
         "floor": FLOOR if width.runs > 1 else RECORDINGS,
     }
-    parts = {ROUNDS: width.within, between[width.source]: width.between, STATE: slower_shift}
+    parts = {ROUNDS: width.within, between[width.source]: width.between, STATE: slower_shift, NEIGHBOUR: hidden}
     cause = max(parts, key=lambda name: parts[name])
-    if cause == STATE:
-        return STATE, ""  # the state's part has its own clause ("widened by ...")
+    if cause in (STATE, NEIGHBOUR):
+        return cause, ""  # each has its own clause ("widened by ...")
     sd = f"SD {width.spread * 100:.1f}%"  # of the log figure: about the relative SD
     if cause == ROUNDS:
         why = f"this run's rounds against the baseline's (±{math.expm1(width.within) * 100:.1f}%)"
@@ -123,11 +125,14 @@ def detectable_slowdown(half_width: float, tolerance: float, explained: float = 
     return max((1 + tolerance) * math.exp(explained), math.exp(half_width)) - 1
 
 
-def could_see(detectable: float, shift: StateShift, shared: str, limit: str) -> str:
-    """The clause an unchanged verdict ends with: the smallest slowdown it could have called, and why."""
+def could_see(detectable: float, shift: StateShift, shared: str, limit: str, hidden: str = "") -> str:
+    """The clause an unchanged verdict ends with: the smallest slowdown it could have called, and why
+    (``hidden``: the clause of what a calibrated neighbour could hide, judgement/neighbour.py)."""
     sees = f"; could see a slowdown of {detectable * 100:.0f}% or more{limit}"
     if shift.slower > 0:
         sees += f" (widened by {math.expm1(shift.slower) * 100:.1f}%: {shift.why_slower})"
+    if hidden:
+        sees += f" ({hidden})"
     if shared:
         sees += f"; the host was shared: {shared}"
     if shift.faster > 0:  # a speedup the machine's state could explain is not claimed

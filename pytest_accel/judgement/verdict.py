@@ -7,11 +7,12 @@ Pure logic: no torch, no pytest. The rules, in order:
    reference kernel runs at a very different speed than when the baseline was recorded, or the
    figure looks slower beyond the tolerance while the machine's state shifted that way by more than
    the tolerance beyond what the baseline's recordings covered (the state shift, below)  -> NOISY
-   Other processes used far more of the host's CPU than in any recording (a neighbour): a slowdown
-   is judged only beyond what a neighbour moved this test in its calibration runs (the neighbour
-   bound), and is NOISY when no calibration covers a neighbour this busy, or when a bound beyond
-   the tolerance could explain it (as a state shift beyond the tolerance). A smaller bound is taken
-   off the reading and widens the interval's slow side (rule 3).
+   Other processes used far more of the host's CPU than in any recording (a neighbour, see
+   judgement/neighbour.py): NOISY whichever way the figure reads when no calibration covers a
+   neighbour this busy; else a slowdown is judged only beyond what a neighbour moved this test in
+   its calibration runs (the neighbour bound), and is NOISY when a bound beyond the tolerance could
+   explain it (as a state shift beyond the tolerance). A smaller bound is taken off the reading and
+   widens the interval's slow side (rule 3).
 3. Time ratio of this run's median to the median of the baseline's recorded runs, computed on
    normalised samples (each round over its adjacent probe round, or for a pipelined measurement over
    the median of its probe block) when both sides have them,
@@ -47,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, final
 
-from pytest_accel.core.measurement import FOREIGN_CPU, UNPROBED, compared_samples, probe_normalized
+from pytest_accel.core.measurement import UNPROBED, compared_samples, probe_normalized
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.stats import (
     mann_whitney_p,
@@ -58,14 +59,20 @@ from pytest_accel.core.stats import (
 )
 from pytest_accel.core.units import format_percent_change as _percent
 from pytest_accel.judgement.drift import NightDrift
+from pytest_accel.judgement.neighbour import (
+    QUIETER,
+    beside_neighbour,
+    covered_states,
+    hidden_slowdown,
+    neighbour_faster,
+    uncalibrated,
+)
 from pytest_accel.judgement.sight import Width, between_run, could_see, detectable_slowdown, limited_by
 from pytest_accel.judgement.state import (
     CALIBRATED,
     StateShift,
     host_shared,
     neighbour_bound,
-    neighbour_ruled_out,
-    neighbour_speedup,
     state_shift,
 )
 from pytest_accel.judgement.structures import StructureVerdict
@@ -281,8 +288,7 @@ def _separated(now: Sequence[float], then: Sequence[float], runs: Sequence[float
     return quantile(now, 0.25) > slow_end * (1 + tolerance)
 
 
-# What would let a figure the machine's state or a neighbour left unjudged be judged; and a new one.
-_QUIETER = "a quieter machine"
+# What would let a new figure be judged.
 RECORD = "record a baseline: pytest <same args> --accel-update"
 
 
@@ -295,7 +301,7 @@ def _noisy_state(shift: StateShift, tolerance: float, normalized: bool) -> Verdi
         f"look {explains:.0f}% slower without any change of code: not judged",
         normalized=normalized,
         detectable=detectable_slowdown(shift.slower, tolerance),
-        abstention=Abstention(f"state: {shift.short_slower}, up to {explains:.0f}%", _QUIETER, waits=True),
+        abstention=Abstention(f"state: {shift.short_slower}, up to {explains:.0f}%", QUIETER, waits=True),
     )
 
 
@@ -318,7 +324,7 @@ def _unsteady(
         f"{unsteady}: the machine is too unsteady to judge",
         normalized=normalized,
         abstention=Abstention(
-            f"unsteady: ±{spread_now * 100:.0f}% spread (limit ±{spread_limit * 100:.0f}%)", _QUIETER, waits=True
+            f"unsteady: ±{spread_now * 100:.0f}% spread (limit ±{spread_limit * 100:.0f}%)", QUIETER, waits=True
         ),
     )
     if not _separated(now, then, runs, policy.tolerance):
@@ -327,101 +333,6 @@ def _unsteady(
         f"; {unsteady}, but its fastest quarter of rounds is slower than the slow end of the baseline by more "
         f"than the {policy.tolerance:.0%} tolerance (an unsteady machine slows some rounds, not three in four)"
     )
-
-
-def _beside_neighbour(
-    now: Mapping[str, float],
-    calibration: Sequence[Mapping[str, float]],
-    runs: Sequence[float],
-    estimate: tuple[float, float],
-    shift: StateShift,
-    shared: str,
-    policy: VerdictPolicy,
-) -> Verdict | _Beside:
-    """A slowdown on a shared host: the noisy verdict when a neighbour could explain it, else what the
-    calibrated neighbour leaves to judge (_Beside)."""
-    ratio, half_width = estimate
-    bound = neighbour_bound(now, calibration, runs, policy.foreign_cpu_margin)
-    if bound is None:
-        reason = (
-            f"time {_percent(ratio)}, but {shared}, and no calibration run of this test saw a neighbour this busy "
-            "(record one with --accel-calibrate): not judged"
-        )
-        why = f"a neighbour at {now.get(FOREIGN_CPU, 0.0):.0%}, uncalibrated"
-        abstention = Abstention(why, "calibrate beside a neighbour (--accel-calibrate)", waits=True)
-        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, abstention=abstention)
-    moved, why_moved = bound
-    # Like the state shift, the neighbour bound is a bias, not a random error, and gets the state
-    # shift's rule. A bound beyond the tolerance (state_limit) could make the whole slowdown: it must
-    # clear the tolerance with the interval and the bound taken off (the larger of the two biases:
-    # both see the same neighbour, the state probes through memory, calibration whole). A smaller one
-    # is taken off the reading, which must still clear the tolerance, and widens the interval's slow
-    # side, which must still clear no change (judge_time): requiring the strict check there too caught
-    # 0, 0 and 3 of 8 exact +10% plants beside a neighbour whose bound was 0-4% (docs/studies/sight).
-    widened = max(moved, shift.slower)
-    if widened > policy.state_limit and ratio * math.exp(-half_width - widened) <= 1 + policy.tolerance:
-        low, high = ratio * math.exp(-half_width), ratio * math.exp(half_width)
-        reason = (
-            f"time {_percent(ratio)} [{policy.confidence:.0%} CI {_percent(low)} .. {_percent(high)}], but "
-            f"{shared}; {why_moved}, so a neighbour explains up to {math.expm1(widened) * 100:.0f}%; with that "
-            f"and the interval taken off, the slowdown is within the {policy.tolerance:.0%} tolerance: not judged"
-        )
-        detectable = (1 + policy.tolerance) * math.exp(half_width + widened) - 1
-        why = f"a neighbour at {now.get(FOREIGN_CPU, 0.0):.0%} explains {math.expm1(widened):.0%}"
-        abstention = Abstention(why, _QUIETER, waits=True)
-        return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, detectable=detectable, abstention=abstention)
-    clause = f"; {shared}, but {why_moved}: this is beyond it"
-    short = neighbour_ruled_out(now, moved)
-    if moved > shift.slower:  # the neighbour's bound is the larger bias: it is what widens the interval
-        shift = replace(shift, slower=moved, why_slower=why_moved, short_slower=short)
-    return _Beside(shift, moved, clause, short)
-
-
-def _neighbour_faster(
-    now: Mapping[str, float],
-    calibration: Sequence[Mapping[str, float]],
-    runs: Sequence[float],
-    shift: StateShift,
-    policy: VerdictPolicy,
-) -> StateShift:
-    """A speedup on a shared host: the shift widened on its fast side by how much faster the calibrated
-    neighbour made this test look (a speedup it could explain is not claimed, as the state's)."""
-    speedup = neighbour_speedup(now, calibration, runs, policy.foreign_cpu_margin)
-    if speedup is None or speedup[0] <= shift.faster:
-        return shift
-    return replace(shift, faster=speedup[0], why_faster=speedup[1])
-
-
-@final
-@dataclass(frozen=True)
-class _Beside:
-    """What a calibrated neighbour leaves to judge: the state shift widened by its bound, the part of
-    the reading it explains (log: taken off before the tolerance), and what a regression says of it."""
-
-    shift: StateShift
-    explained: float
-    clause: str
-    short: str
-
-
-def _covered_states(
-    current: Observation, baseline: Observation, policy: VerdictPolicy
-) -> Sequence[Mapping[str, float]]:
-    """The states the baseline covers: its recordings', and beside a calibrated neighbour its calibration runs'.
-
-    A calibration run measured this test beside the standard neighbour, with the state probes: the
-    state that neighbour puts the machine in is already in its figure, and so in the neighbour bound.
-    Without this, a confirmation that met the neighbour's page faults (fresh pages 1.44x as long) made
-    a calibrated +26% slowdown "noisy" on the 2-core VM. Only when the host is shared now, and no busier
-    than the calibration saw: otherwise the recordings alone.
-    """
-    shared = host_shared(current.state, baseline.run_states, policy.foreign_cpu_margin)
-    if not shared or not baseline.calibration:
-        return baseline.run_states
-    busiest = max((c[FOREIGN_CPU] for c in baseline.calibration if FOREIGN_CPU in c), default=-1.0)
-    if current.state.get(FOREIGN_CPU, math.inf) > busiest + policy.foreign_cpu_margin:
-        return baseline.run_states
-    return (*baseline.run_states, *baseline.calibration)
 
 
 _UNPROBED = Verdict(
@@ -469,7 +380,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     if normalized:
         if (drifted := _probe_drift(current, baseline, policy)) is not None:
             return drifted
-        shift = state_shift(current.state, _covered_states(current, baseline, policy), policy.state_noise_floor)
+        shift = state_shift(current.state, covered_states(current, baseline, policy), policy.state_noise_floor)
     pooled = baseline.pooled_spread if runs else None
     drift = baseline.night_drift
     nights = drift if runs and drift is not None and drift.normalized == normalized else None
@@ -490,26 +401,30 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
         )
         ruled_out.append(f"the machine's state (up to {math.expm1(shift.slower) * 100:.0f}%)")
     shared = host_shared(current.state, baseline.run_states, policy.foreign_cpu_margin) if normalized else ""
+    calibrated = runs or (median(then),)
+    bound = neighbour_bound(current.state, baseline.calibration, calibrated, policy.foreign_cpu_margin)
+    if shared and bound is None:  # the neighbour's effect on this test is unknown, either way
+        return replace(uncalibrated(current.state, ratio, shared), normalized=normalized)
     beyond_neighbour, explained = "", 0.0
-    if ratio > 1 + policy.tolerance and shared:
-        beside = _beside_neighbour(
-            current.state, baseline.calibration, runs or (median(then),), (ratio, half_width), shift, shared, policy
-        )
+    if ratio > 1 + policy.tolerance and shared and bound is not None:
+        beside = beside_neighbour(current.state, bound, (ratio, half_width), shift, shared, policy)
         if isinstance(beside, Verdict):
             return replace(beside, normalized=normalized)
         shift, explained, beyond_neighbour = beside.shift, beside.explained, beside.clause
         ruled_out.append(beside.short)
     elif ratio < 1 / (1 + policy.tolerance) and shared:
-        shift = _neighbour_faster(current.state, baseline.calibration, runs or (median(then),), shift, policy)
+        shift = neighbour_faster(current.state, baseline.calibration, calibrated, shift, policy)
     # A shift is a bound on a bias, not a random error: it widens its own side of the interval linearly.
     low, high = ratio * math.exp(-half_width - shift.slower), ratio * math.exp(half_width + shift.faster)
-    detectable = detectable_slowdown(half_width + shift.slower, policy.tolerance, explained)
+    hidden = hidden_slowdown(current.state, baseline.calibration, calibrated, policy) if shared else None
+    masked = 0.0 if hidden is None else hidden[0]  # a slowdown the neighbour could make read as none
+    detectable = detectable_slowdown(half_width + shift.slower + masked, policy.tolerance, explained + masked)
     p_value = mann_whitney_p(now, then)
     band = f"time {_percent(ratio)} [{policy.confidence:.0%} CI {_percent(low)} .. {_percent(high)}]"
     if normalized:
         band += " relative to the reference kernel"
-    sight = limited_by(width, shift.slower, policy.tolerance)
-    sees = could_see(detectable, shift, shared, "" if sight is None else sight[1])
+    sight = limited_by(width, shift.slower, policy.tolerance, masked)
+    sees = could_see(detectable, shift, shared, "" if sight is None else sight[1], "" if hidden is None else hidden[1])
     if ratio * math.exp(-explained) > 1 + policy.tolerance and low > 1:
         outcome, text = (
             Outcome.REGRESSED,
