@@ -3,15 +3,17 @@
 Pure logic, no torch, no pytest. A figure is relative to the reference kernel, which a neighbour
 slows too, so a neighbour moves a figure either way: beside a looping MMDiT perf job, uncalibrated,
 unchanged code read -12.8% .. +4.2% and an exact +10% slowdown +0.9% .. +4.5% for three math
-kernels (docs/studies/huge-pages). What the verdict may say then depends on what calibration
-(``--accel-calibrate``) measured of this test beside the standard neighbour:
+kernels (docs/studies/huge-pages). ``weigh_neighbour`` says what the verdict may say then, by what
+calibration (``--accel-calibrate``) measured of this test beside the standard neighbour:
 
-- ``uncalibrated``: no calibration run covers a neighbour this busy: not judged, whichever way the
-  figure reads (it waits for quiet: ``Abstention.waits``);
-- ``beside_neighbour``: a slowdown is judged beyond the calibrated bound;
-- ``neighbour_faster``: a speedup within how much faster the neighbour made it look is not claimed,
-  and a slowdown that size could hide (``hidden_slowdown``: it widens what the verdict could see);
-- ``covered_states``: the states the calibration runs saw count as covered, as the recordings'.
+- no calibration run covers a neighbour this busy: not judged, whichever way the figure reads (it
+  waits for quiet: ``Abstention.waits``);
+- a slowdown is judged beyond the calibrated bound (``state.neighbour_bound``);
+- a speedup within how much faster the neighbour made it look is not claimed, and a slowdown that
+  size could read as none: it widens what the verdict could see (``state.neighbour_speedup``).
+
+``covered_states``: beside a calibrated neighbour, the states its calibration runs saw count as
+covered, as the recordings'.
 """
 
 from __future__ import annotations
@@ -19,36 +21,27 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, final
+from typing import final
 
 from pytest_accel.core.measurement import FOREIGN_CPU
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.units import format_percent_change as _percent
+from pytest_accel.judgement.policy import VerdictPolicy
 from pytest_accel.judgement.state import (
     StateShift,
     host_shared,
+    neighbour_bound,
     neighbour_ruled_out,
     neighbour_speedup,
 )
 
-if TYPE_CHECKING:
-    from pytest_accel.judgement.verdict import Observation, VerdictPolicy
-
-__all__ = [
-    "QUIETER",
-    "Beside",
-    "beside_neighbour",
-    "covered_states",
-    "hidden_slowdown",
-    "neighbour_faster",
-    "uncalibrated",
-]
+__all__ = ["QUIETER", "Beside", "covered_states", "weigh_neighbour"]
 
 # What would let a figure the machine's state or a neighbour left unjudged be judged.
 QUIETER = "a quieter machine"
 
 
-def uncalibrated(now: Mapping[str, float], ratio: float, shared: str) -> Verdict:
+def _uncalibrated(now: Mapping[str, float], ratio: float, shared: str) -> Verdict:
     """Not judged: a neighbour that no calibration run of this test covers, whichever way the figure reads
     (before this rule, the three math kernels above were called "unchanged" with a +10% slowdown)."""
     reason = (
@@ -61,7 +54,7 @@ def uncalibrated(now: Mapping[str, float], ratio: float, shared: str) -> Verdict
     return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, abstention=abstention)
 
 
-def beside_neighbour(
+def _beyond_bound(
     now: Mapping[str, float],
     bound: tuple[float, str],
     estimate: tuple[float, float],
@@ -100,7 +93,7 @@ def beside_neighbour(
     return Beside(shift, moved, clause, short)
 
 
-def neighbour_faster(
+def _faster(
     now: Mapping[str, float],
     calibration: Sequence[Mapping[str, float]],
     runs: Sequence[float],
@@ -115,7 +108,7 @@ def neighbour_faster(
     return replace(shift, faster=speedup[0], why_faster=speedup[1])
 
 
-def hidden_slowdown(
+def _hidden(
     now: Mapping[str, float], calibration: Sequence[Mapping[str, float]], runs: Sequence[float], policy: VerdictPolicy
 ) -> tuple[float, str] | None:
     """How large a slowdown (log) a calibrated neighbour could hide, and a clause that says so: as much
@@ -132,16 +125,53 @@ def hidden_slowdown(
 @dataclass(frozen=True)
 class Beside:
     """What a calibrated neighbour leaves to judge: the state shift widened by its bound, the part of
-    the reading it explains (log: taken off before the tolerance), and what a regression says of it."""
+    the reading it explains (log: taken off before the tolerance), what a regression says of it, and
+    what it could hide."""
 
     shift: StateShift
-    explained: float
-    clause: str
-    short: str
+    explained: float = 0.0
+    clause: str = ""
+    short: str = ""
+    masked: float = 0.0  # how large a slowdown (log) the neighbour could make read as none
+    hidden: str = ""  # the clause that says so, for "could see"
 
 
-def covered_states(current: Observation, baseline: Observation, policy: VerdictPolicy) -> Sequence[Mapping[str, float]]:
-    """The states the baseline covers: its recordings', and beside a calibrated neighbour its calibration runs'.
+def weigh_neighbour(
+    now: Mapping[str, float],
+    calibration: Sequence[Mapping[str, float]],
+    runs: Sequence[float],
+    estimate: tuple[float, float],
+    shift: StateShift,
+    shared: str,
+    policy: VerdictPolicy,
+) -> Verdict | Beside:
+    """A figure read while the host was shared (``shared``: ``state.host_shared``'s clause; ``estimate``:
+    the ratio and the log half-width of its interval): the noisy verdict when no calibration covers the
+    neighbour or its bound could explain the slowdown, else what the neighbour leaves to judge."""
+    ratio = estimate[0]
+    bound = neighbour_bound(now, calibration, runs, policy.foreign_cpu_margin)
+    if bound is None:  # the neighbour's effect on this test is unknown, either way
+        return _uncalibrated(now, ratio, shared)
+    beside = Beside(shift)
+    if ratio > 1 + policy.tolerance:
+        judged = _beyond_bound(now, bound, estimate, shift, shared, policy)
+        if isinstance(judged, Verdict):
+            return judged
+        beside = judged
+    elif ratio < 1 / (1 + policy.tolerance):
+        beside = Beside(_faster(now, calibration, runs, shift, policy))
+    hidden = _hidden(now, calibration, runs, policy)
+    return beside if hidden is None else replace(beside, masked=hidden[0], hidden=hidden[1])
+
+
+def covered_states(
+    now: Mapping[str, float],
+    recorded: Sequence[Mapping[str, float]],
+    calibration: Sequence[Mapping[str, float]],
+    policy: VerdictPolicy,
+) -> Sequence[Mapping[str, float]]:
+    """The states a baseline covers (``recorded``: its recordings'; ``calibration``: its calibration
+    runs'): the recordings', and beside a calibrated neighbour the calibration runs' too.
 
     A calibration run measured this test beside the standard neighbour, with the state probes: the
     state that neighbour puts the machine in is already in its figure, and so in the neighbour bound.
@@ -149,10 +179,10 @@ def covered_states(current: Observation, baseline: Observation, policy: VerdictP
     a calibrated +26% slowdown "noisy" on the 2-core VM. Only when the host is shared now, and no busier
     than the calibration saw: otherwise the recordings alone.
     """
-    shared = host_shared(current.state, baseline.run_states, policy.foreign_cpu_margin)
-    if not shared or not baseline.calibration:
-        return baseline.run_states
-    busiest = max((c[FOREIGN_CPU] for c in baseline.calibration if FOREIGN_CPU in c), default=-1.0)
-    if current.state.get(FOREIGN_CPU, math.inf) > busiest + policy.foreign_cpu_margin:
-        return baseline.run_states
-    return (*baseline.run_states, *baseline.calibration)
+    shared = host_shared(now, recorded, policy.foreign_cpu_margin)
+    if not shared or not calibration:
+        return recorded
+    busiest = max((c[FOREIGN_CPU] for c in calibration if FOREIGN_CPU in c), default=-1.0)
+    if now.get(FOREIGN_CPU, math.inf) > busiest + policy.foreign_cpu_margin:
+        return recorded
+    return (*recorded, *calibration)

@@ -59,14 +59,8 @@ from pytest_accel.core.stats import (
 )
 from pytest_accel.core.units import format_percent_change as _percent
 from pytest_accel.judgement.drift import NightDrift
-from pytest_accel.judgement.neighbour import (
-    QUIETER,
-    beside_neighbour,
-    covered_states,
-    hidden_slowdown,
-    neighbour_faster,
-    uncalibrated,
-)
+from pytest_accel.judgement.neighbour import QUIETER, Beside, covered_states, weigh_neighbour
+from pytest_accel.judgement.policy import VerdictPolicy
 from pytest_accel.judgement.sight import Width, between_run, could_see, detectable_slowdown, limited_by
 from pytest_accel.judgement.state import (
     CALIBRATED,
@@ -124,65 +118,6 @@ class Observation:
     def normalized(self) -> tuple[float, ...]:
         """Round time over its probe figure (see Measurement); empty when there is no probe."""
         return probe_normalized(self.samples, self.probe_samples)
-
-
-@final
-@dataclass(frozen=True)
-class VerdictPolicy:
-    """The thresholds of a verdict; defaults measured on the suite's CI machine (docs/sensitivity.md)."""
-
-    # Smallest slowdown that fails: above the 2% (CV) run-to-run drift of normalised samples with
-    # margin, below the 10% slowdowns the suite must catch.
-    tolerance: float = 0.05
-    # Peak memory must grow by this fraction and by MEMORY_SLACK_BYTES to fail.
-    memory_tolerance: float = 0.10
-    memory_slack_bytes: int = 8 * 2**20  # allocator rounding and RSS page noise on the CPU
-    # Of the ratio's interval. 95%: the tolerance and the re-measurements guard against the 5% of
-    # spurious "significant" results; 99% would need ~70% more rounds for the same power.
-    confidence: float = 0.95
-    # Noisy when the now-spread (IQR/median) of the compared samples exceeds both the floor and
-    # factor x the baseline's spread: a quiet run's spread is 4-12% on the 2-core VM; with a busy
-    # neighbour it reaches 20-60%.
-    noisy_spread_floor: float = 0.25
-    noisy_spread_factor: float = 3.0
-    # Smallest run-to-run spread (SD of log medians) assumed between processes, whatever the
-    # recorded runs show: a process's memory layout and thread placement shift its figure as a
-    # whole, which no within-run statistic sees. Measured: 2% CV of the probe-normalised SDPA
-    # figure across fresh processes on a quiet 2-core VM (docs/measurements.md).
-    between_run_floor: float = 0.02
-    # Noisy when the reference kernel runs this many times faster or slower than when the baseline
-    # was recorded: quiet runs stayed within 0.76-1.5x, so 2x means a different machine state
-    # (throttling, a neighbour hogging the device, another build of torch's matmul).
-    probe_drift_limit: float = 2.0
-    # Above this state shift (log scale) a verdict is noisy rather than merely wider: the tolerance
-    # itself (None) or a fixed figure. Below it, the shift widens the interval (rule 3).
-    state_shift_limit: float | None = None
-    # Run-to-run noise of a state probe's time relative to the reference kernel, ignored by the state
-    # shift. Measured on a quiet 2-core VM across 8 fresh processes (docs/measurements.md): the random
-    # gather within +-2%, the 32 MiB copy within -6%..+4% at the default 1 s budget and -12%..+6% at
-    # 0.05 s (the host's memory bandwidth moves with its other tenants): 10% covers the former.
-    state_noise_floor: float = 0.10
-    # Noisy when a figure looks slower while other processes used this much more of the host's CPU
-    # than in any recording. Measured on the 2-core VM: 0-0.5% in quiet recordings, 43-55% with a
-    # second perf suite beside it (docs/sensitivity.md); 15% lies well between.
-    foreign_cpu_margin: float = 0.15
-
-    def __post_init__(self) -> None:
-        for name in ("tolerance", "memory_tolerance", "noisy_spread_floor", "state_noise_floor", "foreign_cpu_margin"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        if self.state_shift_limit is not None and not (
-            math.isfinite(self.state_shift_limit) and self.state_shift_limit > 0
-        ):
-            raise ValueError(f"state_shift_limit must be a positive number or None, got {self.state_shift_limit!r}")
-        if self.noisy_spread_factor < 1 or self.probe_drift_limit <= 1:
-            raise ValueError("noisy_spread_factor must be >= 1 and probe_drift_limit > 1")
-
-    @property
-    def state_limit(self) -> float:
-        """The state shift (log) above which a slowdown the state could explain is not judged."""
-        return self.state_shift_limit if self.state_shift_limit is not None else math.log1p(self.tolerance)
 
 
 @final
@@ -380,7 +315,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     if normalized:
         if (drifted := _probe_drift(current, baseline, policy)) is not None:
             return drifted
-        shift = state_shift(current.state, covered_states(current, baseline, policy), policy.state_noise_floor)
+        covered = covered_states(current.state, baseline.run_states, baseline.calibration, policy)
+        shift = state_shift(current.state, covered, policy.state_noise_floor)
     pooled = baseline.pooled_spread if runs else None
     drift = baseline.night_drift
     nights = drift if runs and drift is not None and drift.normalized == normalized else None
@@ -401,34 +337,30 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
         )
         ruled_out.append(f"the machine's state (up to {math.expm1(shift.slower) * 100:.0f}%)")
     shared = host_shared(current.state, baseline.run_states, policy.foreign_cpu_margin) if normalized else ""
-    calibrated = runs or (median(then),)
-    bound = neighbour_bound(current.state, baseline.calibration, calibrated, policy.foreign_cpu_margin)
-    if shared and bound is None:  # the neighbour's effect on this test is unknown, either way
-        return replace(uncalibrated(current.state, ratio, shared), normalized=normalized)
-    beyond_neighbour, explained = "", 0.0
-    if ratio > 1 + policy.tolerance and shared and bound is not None:
-        beside = beside_neighbour(current.state, bound, (ratio, half_width), shift, shared, policy)
-        if isinstance(beside, Verdict):
-            return replace(beside, normalized=normalized)
-        shift, explained, beyond_neighbour = beside.shift, beside.explained, beside.clause
-        ruled_out.append(beside.short)
-    elif ratio < 1 / (1 + policy.tolerance) and shared:
-        shift = neighbour_faster(current.state, baseline.calibration, calibrated, shift, policy)
+    beside = Beside(shift)
+    if shared:
+        calibrated = runs or (median(then),)
+        weighed = weigh_neighbour(
+            current.state, baseline.calibration, calibrated, (ratio, half_width), shift, shared, policy
+        )
+        if isinstance(weighed, Verdict):
+            return replace(weighed, normalized=normalized)
+        beside = weighed
+        ruled_out += [beside.short] if beside.short else []
+    shift, explained, masked = beside.shift, beside.explained, beside.masked
     # A shift is a bound on a bias, not a random error: it widens its own side of the interval linearly.
     low, high = ratio * math.exp(-half_width - shift.slower), ratio * math.exp(half_width + shift.faster)
-    hidden = hidden_slowdown(current.state, baseline.calibration, calibrated, policy) if shared else None
-    masked = 0.0 if hidden is None else hidden[0]  # a slowdown the neighbour could make read as none
     detectable = detectable_slowdown(half_width + shift.slower + masked, policy.tolerance, explained + masked)
     p_value = mann_whitney_p(now, then)
     band = f"time {_percent(ratio)} [{policy.confidence:.0%} CI {_percent(low)} .. {_percent(high)}]"
     if normalized:
         band += " relative to the reference kernel"
     sight = limited_by(width, shift.slower, policy.tolerance, masked)
-    sees = could_see(detectable, shift, shared, "" if sight is None else sight[1], "" if hidden is None else hidden[1])
+    sees = could_see(detectable, shift, shared, "" if sight is None else sight[1], beside.hidden)
     if ratio * math.exp(-explained) > 1 + policy.tolerance and low > 1:
         outcome, text = (
             Outcome.REGRESSED,
-            f"{band}, beyond the {policy.tolerance:.0%} tolerance{unsteady}{beyond_state}{beyond_neighbour}"
+            f"{band}, beyond the {policy.tolerance:.0%} tolerance{unsteady}{beyond_state}{beside.clause}"
             f"{_assumed_spread(runs, pooled, policy)}",
         )
     elif ratio < 1 / (1 + policy.tolerance) and high < 1:
