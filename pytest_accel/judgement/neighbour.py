@@ -93,34 +93,6 @@ def _beyond_bound(
     return Beside(shift, moved, clause, short)
 
 
-def _faster(
-    now: Mapping[str, float],
-    calibration: Sequence[Mapping[str, float]],
-    runs: Sequence[float],
-    shift: StateShift,
-    policy: VerdictPolicy,
-) -> StateShift:
-    """A speedup on a shared host: the shift widened on its fast side by how much faster the calibrated
-    neighbour made this test look (a speedup it could explain is not claimed, as the state's)."""
-    speedup = neighbour_speedup(now, calibration, runs, policy.foreign_cpu_margin)
-    if speedup is None or speedup[0] <= shift.faster:
-        return shift
-    return replace(shift, faster=speedup[0], why_faster=speedup[1])
-
-
-def _hidden(
-    now: Mapping[str, float], calibration: Sequence[Mapping[str, float]], runs: Sequence[float], policy: VerdictPolicy
-) -> tuple[float, str] | None:
-    """How large a slowdown (log) a calibrated neighbour could hide, and a clause that says so: as much
-    as it made this test look faster in calibration. None when it made it look no faster, or no
-    calibration covers it. Beside a calibrated neighbour, 9 exact +10% slowdowns read +0.7% .. +7.0% and
-    were called "unchanged", two claiming a sight of 5% (docs/studies/sight, calibrated-neighbour-intel*)."""
-    speedup = neighbour_speedup(now, calibration, runs, policy.foreign_cpu_margin)
-    if speedup is None:
-        return None
-    return speedup[0], f"widened by {math.expm1(speedup[0]) * 100:.1f}%, what a neighbour could hide: {speedup[1]}"
-
-
 @final
 @dataclass(frozen=True)
 class Beside:
@@ -152,16 +124,23 @@ def weigh_neighbour(
     bound = neighbour_bound(now, calibration, runs, policy.foreign_cpu_margin)
     if bound is None:  # the neighbour's effect on this test is unknown, either way
         return _uncalibrated(now, ratio, shared)
+    speedup = neighbour_speedup(now, calibration, runs, policy.foreign_cpu_margin)
     beside = Beside(shift)
     if ratio > 1 + policy.tolerance:
         judged = _beyond_bound(now, bound, estimate, shift, shared, policy)
         if isinstance(judged, Verdict):
             return judged
         beside = judged
-    elif ratio < 1 / (1 + policy.tolerance):
-        beside = Beside(_faster(now, calibration, runs, shift, policy))
-    hidden = _hidden(now, calibration, runs, policy)
-    return beside if hidden is None else replace(beside, masked=hidden[0], hidden=hidden[1])
+    elif ratio < 1 / (1 + policy.tolerance) and speedup is not None and speedup[0] > shift.faster:
+        # a speedup the neighbour could explain is not claimed, as the state's
+        beside = Beside(replace(shift, faster=speedup[0], why_faster=speedup[1]))
+    if speedup is None:
+        return beside
+    # And a slowdown that size could read as none: beside a calibrated neighbour, 9 exact +10%
+    # slowdowns read +0.7% .. +7.0% and were called "unchanged", two of them claiming a sight of 5%
+    # (docs/studies/sight, calibrated-neighbour-intel*), before it widened what the verdict could see.
+    hidden = f"widened by {math.expm1(speedup[0]) * 100:.1f}%, what a neighbour could hide: {speedup[1]}"
+    return replace(beside, masked=speedup[0], hidden=hidden)
 
 
 def covered_states(
