@@ -271,6 +271,30 @@ def test_a_culprit_that_is_not_slower_alone_is_doubted_on_the_page_and_in_the_an
     assert [answer[t][0]["slower_alone"] for t in (a, b, c)] == [True, False, None]
 
 
+def test_a_narrowed_range_says_which_of_its_commits_other_tests_named() -> None:
+    """quiet-4 (docs/studies/bisect): 7 tests named commit 4; the math decode kernel, undecided at commits
+    1-3, was narrowed to commits 1-4. The page points at commit 4 without claiming it (golden)."""
+    from pytest_accel.commands.bisect import Bisect, BisectSettings, Reading, _finding_lines
+    from pytest_accel.judgement.bisection import Bisection, Finding
+
+    commits = [f"{i:x}" * 40 for i in range(10, 16)]
+    bisect = Bisect(BisectSettings(("t.py",), "good", "bad"), Path("."), commits, dict.fromkeys(commits, "perf"))
+    a, b = "t.py::test_k[a]", "t.py::test_k[b]"
+    bisect.tests = (a, b)
+    bisect.whole = {t: Reading(Outcome.REGRESSED, 1.15, 1.10, 1.20, 9) for t in (a, b)}
+    bisect.evidence = {(a, 4): (Reading(Outcome.REGRESSED, 1.14, 1.09, 1.19, 10), ())}
+    bisection = Bisection(commits, [a, b])
+    bisection.searches = {}
+    bisection.findings = {a: [Finding(0, 3, (4,), "good")], b: [Finding(0, 0, (1, 2, 3, 4), "good")]}
+    lines = _finding_lines(bisect, bisection)
+    assert lines[:2] == [
+        "narrowed to 4 commits, bbbbbbbbb .. eeeeeeeee (some could not be judged), for 1 test(s):",
+        'within it, eeeeeeeee "perf" is the culprit of 1 other test(s): likely the same change, not shown to be; '
+        "check: pytest-accel ab ddddddddd eeeeeeeee -- <this test>",
+    ]
+    assert 'culprit: eeeeeeeee "perf", for 1 test(s):' in lines
+
+
 def test_a_culprit_read_not_slower_twice_is_withdrawn_on_the_page_and_in_the_answer() -> None:
     """quiet-2's misread commit (docs/studies/bisect), had it been measured again against its anchor."""
     from pytest_accel.commands.bisect import Bisect, BisectSettings, Reading, _withdrawn_lines, document

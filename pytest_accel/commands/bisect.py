@@ -136,6 +136,19 @@ def _short_names(bisect: Bisect) -> dict[str, str]:
     return dict(zip(bisect.tests, short_names(list(bisect.tests)), strict=True))
 
 
+def _named_within(bisect: Bisect, suspects: tuple[int, ...], named: dict[int, int]) -> list[str]:
+    """For a narrowed range, the culprits other tests' searches named inside it: where to look first, not
+    an answer (in a quiet trial, docs/studies/bisect's quiet-4, the math decode kernel was narrowed to 4
+    commits, the last of them the other 7 tests' culprit)."""
+    inside = [(commit, named[commit]) for commit in suspects if commit in named]
+    return [
+        f"within it, {_label(bisect, commit)} is the culprit of {count} other test(s): likely the same change, "
+        f"not shown to be; check: pytest-accel ab {bisect.commits[commit - 1][:9]} {bisect.commits[commit][:9]} "
+        "-- <this test>"
+        for commit, count in inside
+    ]
+
+
 def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
     """Per culprit (or narrowed range): its tests, each test's change over the range and at the culprit."""
     lines: list[str] = []
@@ -144,6 +157,7 @@ def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
         for finding in findings:
             by_suspects.setdefault(finding.suspects, []).append((test, finding))
     names = _short_names(bisect)
+    named = {suspects[0]: len(found) for suspects, found in by_suspects.items() if len(suspects) == 1}
     for suspects, found in sorted(by_suspects.items()):
         culprit = suspects[-1]
         if len(suspects) == 1:
@@ -153,6 +167,7 @@ def _finding_lines(bisect: Bisect, bisection: Bisection) -> list[str]:
                 f"narrowed to {len(suspects)} commits, {bisect.commits[suspects[0]][:9]} .. "
                 f"{bisect.commits[culprit][:9]} (some could not be judged), for {len(found)} test(s):"
             )
+            lines.extend(_named_within(bisect, suspects, named))
         rows = []
         for test, finding in found:
             own, operators = bisect.evidence.get((test, culprit), (None, ()))
