@@ -36,7 +36,7 @@ from pytest_accel.judgement.verdict import (
     judge_time,
     pooled_run_spread,
 )
-from pytest_accel.judgement.weighing import AGAIN, Reading, weigh
+from pytest_accel.judgement.weighing import AGAIN, Reading, apart, weigh
 
 __all__ = [
     "EXTEND_MEASUREMENTS",
@@ -129,23 +129,27 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict, tolerance: floa
     A process-level bias makes a fresh process read no change, so one that does refutes; one whose
     interval reaches both no change and this process's figure could not tell (noisy, not a pass): a
     planted +10% read +16.0% here and +9.3% [-4.9% .. +25.5%] in the fresh process, once "unchanged".
+    One that says the same, but at a level too far from this process's for one level (``apart``),
+    confirms nothing either: unchanged code read +13.4% here and +58.0% there.
     """
     if fresh.outcome is None:
         return replace(first, reason=f"{first.reason}; no fresh-process confirmation: {fresh.detail}")
+    reading, together = (Reading.REFUTES, "") if fresh.verdict is None else weigh(first, fresh.verdict, tolerance)
+    says_so = fresh.outcome is first.outcome or reading is Reading.AGREES
+    if says_so and fresh.verdict is not None and apart(first, fresh.verdict):
+        return _fresh_noisy(first, f"{_APART}: {fresh.detail}; {_APART_WHY}", _APART, _APART_REMEDY)
     if fresh.outcome is first.outcome:
         return replace(first, reason=f"{first.reason}; confirmed in a fresh process: {fresh.detail}")
     outcome = fresh.outcome
     if {outcome, first.outcome} == {Outcome.REGRESSED, Outcome.IMPROVED}:
         # The processes disagree in direction: one process's measurement alone never fails a test.
         return _fresh_noisy(first, f"{_OPPOSITE}: {fresh.detail}", _OPPOSITE)
-    if fresh.verdict is not None:
-        reading, together = weigh(first, fresh.verdict, tolerance)
-        if reading is Reading.AGREES:
-            said = f"a fresh process read it too: {fresh.detail}; the two processes together {together}"
-            return replace(first, reason=f"{first.reason}; {said}")
-        if reading is Reading.CANNOT_TELL:
-            said = f"{_CANNOT_TELL}: {fresh.detail}; the two processes together {together}"
-            return _fresh_noisy(first, said, _CANNOT_TELL)
+    if reading is Reading.AGREES:
+        said = f"a fresh process read it too: {fresh.detail}; the two processes together {together}"
+        return replace(first, reason=f"{first.reason}; {said}")
+    if reading is Reading.CANNOT_TELL:
+        said = f"{_CANNOT_TELL}: {fresh.detail}; the two processes together {together}"
+        return _fresh_noisy(first, said, _CANNOT_TELL)
     return Verdict(
         outcome,
         "time",
@@ -160,13 +164,16 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict, tolerance: floa
 
 _CANNOT_TELL = "a fresh process could not tell"
 _OPPOSITE = "a fresh process said the opposite"
+_APART = "a fresh process read it too far from this one"
+_APART_WHY = "the figure's level moves between processes by more than its recordings showed"
+_APART_REMEDY = "record it at other times (--accel-update keeps up to 10 recordings), so they show that spread"
 
 
-def _fresh_noisy(first: Verdict, said: str, short: str) -> Verdict:
-    return _unsettled(first, f"this process said {first.reason}; {said}; not judged", short)
+def _fresh_noisy(first: Verdict, said: str, short: str, remedy: str = _AGAIN) -> Verdict:
+    return _unsettled(first, f"this process said {first.reason}; {said}; not judged", short, remedy)
 
 
-def _unsettled(figures: Verdict, reason: str, short: str) -> Verdict:
+def _unsettled(figures: Verdict, reason: str, short: str, remedy: str = _AGAIN) -> Verdict:
     """A noisy time verdict with ``figures``' ratio: two readings that did not settle a suspect."""
     return Verdict(
         Outcome.NOISY,
@@ -176,7 +183,7 @@ def _unsettled(figures: Verdict, reason: str, short: str) -> Verdict:
         normalized=figures.normalized,
         detectable=figures.detectable,
         sight=figures.sight,
-        abstention=Abstention(short, _AGAIN),
+        abstention=Abstention(short, remedy),
     )
 
 

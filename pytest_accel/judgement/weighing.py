@@ -5,7 +5,11 @@ no change on the suspect's side agrees, when the two figures together (their geo
 interval of two independent readings) are beyond the tolerance; one whose interval reaches both no
 change and the suspect's figure could not tell; any other refutes. In one quiet run a planted +10%
 read +17.3% in the process and +9.3% [-4.9% .. +25.5%] in a fresh one, and passed as "unchanged"
-(docs/studies/quiet-wait, run 6). Pure: no torch, no pytest.
+(docs/studies/quiet-wait, run 6).
+
+Two readings can also be too far apart for one level, whatever each says: the math SDPA decode
+kernel read +13.4% [+5.9% .. +20.0%] in a run and +58.0% [+48.6% .. +67.9%] in the fresh process
+that was to confirm it, unchanged code (docs/studies/first-in-process). Pure: no torch, no pytest.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import math
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.units import format_change
 
-__all__ = ["AGAIN", "Reading", "weigh"]
+__all__ = ["AGAIN", "Reading", "apart", "weigh"]
 
 # What would let a figure be judged that two readings could not settle.
 AGAIN = "run them again in a new process (pytest <same args> -k <test>)"
@@ -50,3 +54,21 @@ def weigh(first: Verdict, second: Verdict, tolerance: float) -> tuple[Reading, s
     if near > 0:
         return Reading.AGREES, together
     return (Reading.CANNOT_TELL if far >= this else Reading.REFUTES), together
+
+
+def apart(first: Verdict, second: Verdict) -> bool:
+    """Whether two processes' readings of one figure are further apart than their intervals allow for
+    one level: the gap between the figures (log) is wider than the two half-widths added in quadrature.
+
+    Each interval holds the spread between processes that the baseline's recordings showed, so a wider
+    gap says the figure's level moves between processes by more than they showed, and neither reading
+    can be taken as the level. Of 354 fresh-process confirmations in the studies' raw files, 8 were this
+    far apart: 7 the math decode kernel, its fresh process 58-79% slower (docs/studies/first-in-process).
+    False when a figure is missing.
+    """
+    figures = (first.ratio, first.low, first.high, second.ratio, second.low, second.high)
+    if any(f is None or f <= 0 for f in figures):
+        return False
+    assert first.ratio and first.low and first.high and second.ratio and second.low and second.high
+    gap = abs(math.log(first.ratio / second.ratio))
+    return gap > math.hypot(math.log(first.high / first.low) / 2, math.log(second.high / second.low) / 2)
