@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -60,6 +62,25 @@ def test_a_time_regression_is_a_few_lines_headline_first() -> None:
         "  baseline: commit 612bd91a0c3e, 2026-12-02, 3 recordings, torch 2.13.0+cpu",
     ]
     assert max(len(line) for line in lines) <= 120
+
+
+# The fresh recordings of docs/studies/huge-pages: three within 11 minutes, a run 1.7 hours later.
+RECORDED_AT = ("2026-12-04T20:51:10+00:00", "2026-12-04T20:56:40+00:00", "2026-12-04T21:02:05+00:00")
+LATER = datetime(2026, 12, 4, 22, 44, 0, tzinfo=timezone.utc)
+
+
+def test_a_regression_on_recordings_minutes_apart_hours_ago_says_they_hold_no_drift() -> None:
+    gate = GateResult(REGRESSED, None, (NOW,), tolerance=0.05, fresh=FRESH)
+    entry = replace(ENTRY, run_times=RECORDED_AT)
+    lines = failure_lines(TEST, gate, entry, "regressed", {"torch": "2.13.0+cpu"}, now=LATER)
+    assert lines[-1] == (
+        "  recordings: 3 within 11 minutes, the newest 1.7 hours before this run: "
+        "their spread holds no drift over hours"
+    )
+    assert max(len(line) for line in lines) <= 120
+    assert failure_lines(TEST, gate, entry, "regressed", {"torch": "2.13.0+cpu"}, now=LATER - timedelta(hours=1))[
+        -1
+    ].startswith("  baseline:")  # 42 minutes after the newest: nothing to say
 
 
 def test_verbose_adds_the_whole_reasoning_and_nothing_else() -> None:

@@ -195,7 +195,9 @@ def test_a_figure_is_compared_only_with_a_baseline_timed_in_the_same_mode() -> N
     from pytest_accel.judgement.recording import recorded_entries
 
     graph = Measurement("calls", 1.0, (5e-6,) * 3, timing=GRAPH)
-    (entry,) = recorded_entries([("t.py::test_add", graph)], {}, {}, {"torch": "2.13"}, reset=False)
+    (entry,) = recorded_entries(
+        [("t.py::test_add", graph)], {}, {}, {"torch": "2.13"}, False, "2026-12-04T20:51:10+00:00"
+    )
     assert entry.provenance == {"torch": "2.13", "timing": "graph"}  # the default (warm) is left out
     assert entry.incomparable(graph, {"torch": "2.13"}) is None
     eager = Measurement("calls", 1.0, (8e-6,) * 3)

@@ -384,7 +384,7 @@ def test_run_history_keeps_every_comparable_run_until_reset() -> None:
 
 
 def test_provenance_changes_names_the_shown_fields_that_moved() -> None:
-    from pytest_accel.judgement.gate import provenance_changes
+    from pytest_accel.judgement.baselines import provenance_changes
 
     base = BaselineEntry(**{**entry(0.01).__dict__, "provenance": {"torch": "2.13.0", "commit": "a", "python": "3.11"}})
     assert provenance_changes(base, {"torch": "2.14.1", "commit": "b", "python": "3.12"}) == "torch 2.13.0 -> 2.14.1"

@@ -33,6 +33,7 @@ from pytest_accel.core.validation import samples as _samples
 from pytest_accel.core.validation import show as _show
 from pytest_accel.core.validation import states as _states
 from pytest_accel.core.validation import text as _text
+from pytest_accel.judgement.spans import times as _times
 from pytest_accel.judgement.state import CALIBRATED
 from pytest_accel.storage.entries import EntryFiles
 from pytest_accel.storage.files import StoreError
@@ -46,8 +47,10 @@ __all__ = [
     "BaselineStore",
     "calibrated",
     "mode_provenance",
+    "provenance_changes",
     "run_history",
     "state_history",
+    "time_history",
 ]
 
 # Significant digits kept of each sample on write: 1e-5 relative is far below any timing noise, and short
@@ -156,6 +159,9 @@ class BaselineEntry:
     # compared figure ("median", as in run_medians) and the share of the host's CPU other processes
     # used ("foreign_cpu"). How far a neighbour moves this test: the verdict's neighbour bound.
     calibration: tuple[Mapping[str, float], ...] = field(default=(), hash=False)
+    # When each of the last recordings was taken (UTC, ISO 8601), oldest first, kept with run_medians;
+    # entries written before times were kept have fewer (judgement/spans.py: what drift they can hold).
+    run_times: tuple[str, ...] = field(default=(), hash=False)
 
     def __post_init__(self) -> None:
         try:
@@ -169,6 +175,7 @@ class BaselineEntry:
                 "run_medians": _samples(self.run_medians, "run_medians", allow_empty=True),
                 "run_states": _states(self.run_states, "run_states"),
                 "calibration": _calibration(self.calibration, "calibration"),
+                "run_times": _times(self.run_times, "run_times"),
                 "peak_memory_bytes": _byte_count(self.peak_memory_bytes, "peak_memory_bytes"),
                 "tolerance": _tolerance(self.tolerance, "tolerance"),
                 "memory_tolerance": _tolerance(self.memory_tolerance, "memory_tolerance"),
@@ -245,6 +252,7 @@ class BaselineEntry:
             "provenance": dict(self.provenance),
             **({} if self.operators is None else {"operators": self.operators.to_json()}),
             **({"calibration": [dict(sorted(run.items())) for run in self.calibration]} if self.calibration else {}),
+            **({"run_times": list(self.run_times)} if self.run_times else {}),
         }
 
     @classmethod
@@ -274,6 +282,7 @@ class BaselineEntry:
                 run_medians=_samples(data.get("run_medians", []), f"{base}['run_medians']", allow_empty=True),
                 run_states=_states(data.get("run_states", []), f"{base}['run_states']"),
                 calibration=_calibration(data.get("calibration", []), f"{base}['calibration']"),
+                run_times=_times(data.get("run_times", []), f"{base}['run_times']"),
                 peak_memory_bytes=_byte_count(data.get("peak_memory_bytes"), f"{base}['peak_memory_bytes']"),
                 tolerance=_tolerance(data.get("tolerance"), f"{base}['tolerance']"),
                 memory_tolerance=_tolerance(data.get("memory_tolerance"), f"{base}['memory_tolerance']"),
@@ -314,6 +323,30 @@ def state_history(
         return current
     assert previous is not None
     return (*previous.run_states, *current)[-MAX_RUN_HISTORY:]
+
+
+# Provenance fields shown when they changed since the baseline (an upgrade explains a shift).
+_SHOWN_PROVENANCE = ("torch", "cuda_runtime", "cuda_driver", "habana_torch_plugin", "device_model")
+
+
+def provenance_changes(entry: BaselineEntry, provenance: Mapping[str, str]) -> str:
+    """'torch 2.13.0 -> 2.14.1' for the shown fields that differ; '' when none do."""
+    changes = [
+        f"{key} {entry.provenance[key]} -> {provenance[key]}"
+        for key in _SHOWN_PROVENANCE
+        if key in entry.provenance and key in provenance and entry.provenance[key] != provenance[key]
+    ]
+    return ", ".join(changes)
+
+
+def time_history(
+    previous: BaselineEntry | None, measurement: Measurement, provenance: Mapping[str, str], reset: bool, now: str
+) -> tuple[str, ...]:
+    """The recording times to store with a new recording taken at ``now``, kept by the rule of ``run_history``."""
+    if not _continues(previous, measurement, provenance, reset):
+        return (now,)
+    assert previous is not None
+    return (*previous.run_times, now)[-MAX_RUN_HISTORY:]
 
 
 def calibrated(previous: BaselineEntry, measurement: Measurement, margin: float) -> BaselineEntry | str:

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import final
 
 from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement, display_name, pooled, throttle_problem
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.units import format_change, format_percent_change, format_rate
-from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.baselines import BaselineEntry, provenance_changes
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
 from pytest_accel.judgement.drift import NightDrift
+from pytest_accel.judgement.spans import unseen_drift
 from pytest_accel.judgement.state import StateShift, state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
@@ -46,7 +48,6 @@ __all__ = [
     "GateResult",
     "Waited",
     "failure_lines",
-    "provenance_changes",
     "reread",
     "run_gate",
     "shift_from",
@@ -66,8 +67,6 @@ REFUTED_LIMIT = 2
 _COOL = "cool the device or lower its load"
 _AGAIN = AGAIN
 NO_BASELINE = "no baseline"
-# Provenance fields shown when they changed since the baseline (an upgrade explains a shift).
-_SHOWN_PROVENANCE = ("torch", "cuda_runtime", "cuda_driver", "habana_torch_plugin", "device_model")
 
 
 @final
@@ -185,16 +184,6 @@ def _unsettled(figures: Verdict, reason: str, short: str, remedy: str = _AGAIN) 
         sight=figures.sight,
         abstention=Abstention(short, remedy),
     )
-
-
-def provenance_changes(entry: BaselineEntry, provenance: Mapping[str, str]) -> str:
-    """'torch 2.13.0 -> 2.14.1' for the shown fields that differ; '' when none do."""
-    changes = [
-        f"{key} {entry.provenance[key]} -> {provenance[key]}"
-        for key in _SHOWN_PROVENANCE
-        if key in entry.provenance and key in provenance and entry.provenance[key] != provenance[key]
-    ]
-    return ", ".join(changes)
 
 
 def run_gate(
@@ -536,12 +525,14 @@ def failure_lines(
     why: str,
     provenance: Mapping[str, str],
     verbose: bool = False,
+    now: datetime | None = None,
 ) -> list[str]:
     """A failing test's block, a fact a line, at most 120 characters each (the accept command apart). The
     headline: the test (by its name: pytest's own header and the accept command give its file) and what
     changed with its interval; then against what (the tolerance, before -> after in the test's unit),
-    why it is believed, what could have explained it and did not, and the baseline. The whole reasoning
-    (``Verdict.reason``) is in the result file, and here under ``-v``.
+    why it is believed, what could have explained it and did not, and the baseline (with, when its
+    recordings were all taken within an hour and over an hour before ``now``, that they hold no drift).
+    The whole reasoning (``Verdict.reason``) is in the result file, and here under ``-v``.
     """
     result, time = gate.reported, gate.time
     name = display_name(test.rpartition("::")[2], result.name)
@@ -576,6 +567,8 @@ def failure_lines(
         if changes := provenance_changes(entry, provenance):
             baseline += f"; since then: {changes}"
         lines.append(baseline)
+        if unseen := unseen_drift(entry.run_times, runs, now or datetime.now(timezone.utc)):
+            lines.append(f"  recordings: {unseen}")
     if verbose and time.outcome is not Outcome.UNCHANGED:
         lines.append(f"  the whole reasoning: {time.reason}")
     return lines

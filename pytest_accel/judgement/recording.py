@@ -16,6 +16,7 @@ from pytest_accel.judgement.baselines import (
     mode_provenance,
     run_history,
     state_history,
+    time_history,
 )
 
 __all__ = ["recorded_entries", "stale_lines", "stale_tests"]
@@ -27,9 +28,11 @@ def recorded_entries(
     provenance_now: Mapping[str, str],
     provenance: Mapping[str, str],
     reset: bool,
+    now: str,
 ) -> list[BaselineEntry]:
-    """One entry per (test, measurement): its figures, the recordings kept by ``run_history`` and
-    ``state_history``, and a tolerance someone set by hand in the previous entry (it survives a refresh)."""
+    """One entry per (test, measurement): its figures, the recordings kept by ``run_history``,
+    ``state_history`` and ``time_history`` (this one taken ``now``), and a tolerance someone set by hand
+    in the previous entry (it survives a refresh)."""
     entries = []
     for test, m in measured:
         earlier = previous.get((test, m.name))
@@ -43,6 +46,7 @@ def recorded_entries(
                 probe_samples=m.probe_samples,
                 run_medians=run_history(earlier, m, provenance_now, reset),
                 run_states=state_history(earlier, m, provenance_now, reset),
+                run_times=time_history(earlier, m, provenance_now, reset, now),
                 peak_memory_bytes=m.peak_memory_bytes,
                 tolerance=None if earlier is None else earlier.tolerance,
                 memory_tolerance=None if earlier is None else earlier.memory_tolerance,

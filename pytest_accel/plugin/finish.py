@@ -23,6 +23,7 @@ from pytest_accel.judgement.calibrate import calibrate_entries
 from pytest_accel.judgement.gate import Waited
 from pytest_accel.judgement.recording import recorded_entries
 from pytest_accel.judgement.results import Recorded, results_document, save_results
+from pytest_accel.judgement.spans import record_again
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.outputs.pages import run_summary_markdown
 from pytest_accel.outputs.terminal import measurement_table, verdict_summary, waiting_line
@@ -188,9 +189,12 @@ class RunFiles:
             provenance_now,
             provenance,
             self.options.reset_history,
+            provenance["date"],
         )
         path = self.store.update(device.key(), self.options.profile, self.world_size, entries)
         self.say(f"wrote {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} to {path}")
+        if advice := record_again((entry.run_times, len(entry.run_medians)) for entry in entries):
+            self.say(advice)
 
 
 def summary_lines(
