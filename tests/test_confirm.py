@@ -238,10 +238,54 @@ def test_apart_is_symmetric_scale_free_and_never_true_of_one_reading(
     assert not apart(one, one)
 
 
+@pytest.mark.parametrize(
+    ("before", "tests"), [("perf/test_k.py::test_j", ["perf/test_k.py::test_j", NODE]), (None, [NODE]), (NODE, [NODE])]
+)
+def test_the_child_measures_the_test_before_the_suspect_first(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, before: str | None, tests: list[str]
+) -> None:
+    """Where the recordings measured it: after another test (docs/studies/first-in-process)."""
+    commands: list[list[str]] = []
+    writing = child_writing(result_text(None))
+
+    def run(command: Sequence[str], *args: Any, **kwargs: Any) -> ChildRun:
+        commands.append(list(command))
+        return writing(command, *args, **kwargs)
+
+    monkeypatch.setattr(confirm_module, "run_child", run)
+    confirm_in_fresh_process(NODE, "latency", tmp_path, SETTINGS, env={}, before=before)
+    assert commands[0][3 : 3 + len(tests) + 1] == [*tests, "-q"]
+
+
+def test_the_gate_names_the_test_it_judged_before_the_suspect(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str | None] = []
+
+    def answering(
+        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None
+    ) -> FreshVerdict:
+        asked.append(before)
+        return FreshVerdict(Outcome.REGRESSED, "time +50%")
+
+    monkeypatch.setattr(gate_module, "confirm_in_fresh_process", answering)
+    base = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
+    slow = Measurement("x", 1.0, tuple(s * 1.5 for s in base.samples), probe_samples=(1e-3,) * 30)
+    entries = {
+        (test, "throughput"): BaselineEntry(test, "throughput", "x", 1.0, base.samples, base.probe_samples)
+        for test in ("t::a", "t::b")
+    }
+    mode = GateMode(confirmations=0, fresh_process=SETTINGS)
+    gate = Gate(lambda: entries, {}, mode, Path("."), gate_memory=False)
+    for test in ("t::a", "t::b"):
+        assert gate.judge(test, slow, VerdictPolicy(), lambda: slow).outcome is Outcome.REGRESSED
+    assert asked == [None, "t::a"]
+
+
 def test_the_child_is_told_the_budget_left_and_its_wait_counts_against_it(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[ChildSettings] = []
 
-    def answering(test: str, metric: str, rootdir: Path, settings: ChildSettings) -> FreshVerdict:
+    def answering(
+        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None
+    ) -> FreshVerdict:
         asked.append(settings)
         return FreshVerdict(Outcome.REGRESSED, "time +12%", waited=30.0)
 

@@ -319,7 +319,9 @@ def _four_suspects_through(fresh: FreshVerdict, monkeypatch: pytest.MonkeyPatch)
     processes spawned, and the gate."""
     spawned: list[str] = []
 
-    def answering(test: str, metric: str, rootdir: Path, settings: ChildSettings) -> FreshVerdict:
+    def answering(
+        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None
+    ) -> FreshVerdict:
         spawned.append(test)
         return fresh
 

@@ -386,6 +386,7 @@ class Gate:
         self.waits: list[Waited] = []  # figures that waited for quiet, in this run
         self._pooled: tuple[tuple[float, float] | None] | None = None  # the file's pooled run spread, once
         self.drifts = drifts or {}  # (test, metric) -> its drift between nights in the history (--accel-history)
+        self._tests: tuple[str | None, str | None] = (None, None)  # (the test judged before this one, this one)
 
     def judge(
         self,
@@ -398,6 +399,8 @@ class Gate:
         """Judge ``measurement`` of ``test``, confirming a suspected regression before it fails.
         ``state_now``: the state probes read now (empty: not known), for a wait for quiet."""
         mode = self._mode
+        if test != self._tests[1]:
+            self._tests = (self._tests[1], test)
         entry = self._entries().get((test, measurement.name))
         confirmations = 0 if mode.update else mode.confirmations
         if self._pooled is None:
@@ -488,13 +491,14 @@ class Gate:
         return max(self._mode.quiet_wait_seconds - sum(w.seconds for w in self.waits), 0.0)
 
     def _fresh(self, test: str, metric: str) -> FreshVerdict:
-        """The fresh process's word on ``test``. It waits for quiet as this run does, within what is left
-        of this run's budget, and its wait counts against that budget: a fresh process that met the
-        gather probe in one of its bursts abstained twice at +9-10% (docs/studies/quiet-wait, run 6)."""
+        """The fresh process's word on ``test``, measured after the test this run judged before it (where
+        the recordings measured it too; docs/studies/first-in-process). It waits for quiet as this run
+        does, within what is left of this run's budget, and its wait counts against that budget: a fresh
+        process that met the gather probe in one of its bursts abstained twice at +9-10% (quiet-wait, run 6)."""
         assert self._mode.fresh_process is not None
         left = self._wait_left() if self._quiet is not None else 0.0
         settings = self._mode.fresh_process.with_ini("accel_quiet_wait_seconds", f"{left:.0f}")
-        fresh = confirm_in_fresh_process(test, metric, self._rootdir, settings)
+        fresh = confirm_in_fresh_process(test, metric, self._rootdir, settings, before=self._tests[0])
         if fresh.waited:
             self.waits.append(Waited(test, fresh.waited, fresh.outcome))
         return fresh
