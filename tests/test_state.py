@@ -191,6 +191,20 @@ def test_a_faster_memory_system_cannot_fake_a_slowdown() -> None:
     assert "a speedup up to 2" in faster.reason and "is not claimed" in faster.reason
 
 
+def test_a_faster_memory_system_widens_what_an_unchanged_verdict_could_see() -> None:
+    """A slowdown the size of the state's speedup could read as none: an exact +10% read +1.5% .. +3.7%
+    with the large copy at 0.82x, and was called "unchanged, could see 5-6%" (docs/studies/spaced-recordings)."""
+    fast = {"compute": 1e-3, "memory": 2.1e-3, "latency": 1e-3}
+    shift = state_shift(fast, RECORDED)
+    plain = judge_time(observation(0.0102, QUIET), observation(0.01, runs=RECORDED), POLICY)
+    masked = judge_time(observation(0.0102, fast), observation(0.01, runs=RECORDED), POLICY)
+    assert plain.outcome is masked.outcome is Outcome.UNCHANGED
+    assert plain.detectable is not None and masked.detectable is not None
+    assert 1 + masked.detectable == pytest.approx((1 + plain.detectable) * math.exp(shift.faster))
+    assert masked.sight == "the machine's state"
+    assert ", and a slowdown that size could hide: a large memory copy took 0.70x as long" in masked.reason
+
+
 @given(st.floats(min_value=0.2, max_value=5.0), st.floats(min_value=0.2, max_value=5.0))
 def test_a_shift_never_depends_on_the_machine_being_uniformly_faster(speed: float, memory: float) -> None:
     """Scaling every probe alike (a faster or slower clock) changes no relative time: the shift stays."""

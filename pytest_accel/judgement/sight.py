@@ -80,12 +80,15 @@ def between_run(
     return z_score(confidence) * spread * math.sqrt(1 + 1 / len(runs)), source, spread
 
 
-def limited_by(width: Width, slower_shift: float, tolerance: float, hidden: float = 0.0) -> tuple[str, str] | None:
+def limited_by(
+    width: Width, slower_shift: float, tolerance: float, hidden: float = 0.0, faster_shift: float = 0.0
+) -> tuple[str, str] | None:
     """(the short cause, the clause) of the widest part of the interval, when the interval rather than
     the tolerance sets the sight; None when the tolerance does. The state's part is linear on the slow
-    side, as is what a calibrated neighbour could hide (``hidden``, log); the others add in quadrature,
-    so each is compared by what it alone would give."""
-    if hidden == 0 and math.exp(width.half_width + slower_shift) - 1 <= tolerance:
+    side, as is what a calibrated neighbour could hide (``hidden``, log) or a state faster than the
+    recordings' (``faster_shift``); the others add in quadrature, so each is compared by what it alone
+    would give."""
+    if hidden == 0 and faster_shift == 0 and math.exp(width.half_width + slower_shift) - 1 <= tolerance:
         return None
     between = {
         "recordings": RECORDINGS,
@@ -93,7 +96,8 @@ def limited_by(width: Width, slower_shift: float, tolerance: float, hidden: floa
         "typical": TYPICAL,
         "floor": FLOOR if width.runs > 1 else RECORDINGS,
     }
-    parts = {ROUNDS: width.within, between[width.source]: width.between, STATE: slower_shift, NEIGHBOUR: hidden}
+    state = slower_shift + (faster_shift if faster_shift > hidden else 0.0)  # the larger of the two hides
+    parts = {ROUNDS: width.within, between[width.source]: width.between, STATE: state, NEIGHBOUR: hidden}
     cause = max(parts, key=lambda name: parts[name])
     if cause in (STATE, NEIGHBOUR):
         return cause, ""  # each has its own clause ("widened by ...")
@@ -135,6 +139,7 @@ def could_see(detectable: float, shift: StateShift, shared: str, limit: str, hid
         sees += f" ({hidden})"
     if shared:
         sees += f"; the host was shared: {shared}"
-    if shift.faster > 0:  # a speedup the machine's state could explain is not claimed
-        sees += f"; a speedup up to {math.expm1(shift.faster) * 100:.1f}% is not claimed: {shift.why_faster}"
+    if shift.faster > 0:  # a speedup the machine's state could explain is not claimed, nor a slowdown it hides
+        hides = "" if hidden else ", and a slowdown that size could hide"  # the neighbour's clause said it
+        sees += f"; a speedup up to {math.expm1(shift.faster) * 100:.1f}% is not claimed{hides}: {shift.why_faster}"
     return sees
