@@ -350,9 +350,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     shift, explained, masked = beside.shift, beside.explained, beside.masked
     # A shift is a bound on a bias, not a random error: it widens its own side of the interval linearly.
     low, high = ratio * math.exp(-half_width - shift.slower), ratio * math.exp(half_width + shift.faster)
-    # A state faster than any recording's could hide a slowdown its size, as a calibrated neighbour's
-    # speedup could: an exact +10% read +1.5% .. +3.7% with the large copy at 0.82x (spaced-recordings).
-    hides = max(masked, shift.faster)
+    hides = max(masked, shift.faster)  # a faster state hides a slowdown its size (studies/spaced-recordings)
     detectable = detectable_slowdown(half_width + shift.slower + hides, policy.tolerance, explained + hides)
     p_value = mann_whitney_p(now, then)
     band = f"time {_percent(ratio)} [{policy.confidence:.0%} CI {_percent(low)} .. {_percent(high)}]"

@@ -19,5 +19,7 @@ for name in sys.argv[1:]:
             call = statistics.median(result["samples"])
             level = call / statistics.median(result["probe_samples"])
             faults = result["state"].get("fault_share", 0.0)
-            print(f"{Path(name).name:18} {call * 1e3:5.2f} ms  {level:5.2f}x  faults {faults * 100:4.1f}%  "
-                  f"{len(result['samples'])} rounds")
+            print(
+                f"{Path(name).name:18} {call * 1e3:5.2f} ms  {level:5.2f}x  faults {faults * 100:4.1f}%  "
+                f"{len(result['samples'])} rounds"
+            )

@@ -17,9 +17,7 @@ from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.judgement.weighing import apart
 
 _FIGURE = r"([+-][\d.]+)% \[([+-][\d.]+)% \.\. ([+-][\d.]+)%\]"
-_PAIR = re.compile(
-    rf"perf regressed: (\S+): time {_FIGURE}\n[^\n]*\n  believed: [^\n]*a fresh process \({_FIGURE}\)"
-)
+_PAIR = re.compile(rf"perf regressed: (\S+): time {_FIGURE}\n[^\n]*\n  believed: [^\n]*a fresh process \({_FIGURE}\)")
 
 
 def _verdict(change: str, low: str, high: str) -> Verdict:
