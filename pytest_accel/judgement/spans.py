@@ -17,16 +17,11 @@ from collections.abc import Iterable, Sequence
 
 from pytest_accel.core.validation import Invalid
 
-__all__ = ["DRIFT_SPAN", "record_again", "recorded_now", "times", "unseen_drift"]
+__all__ = ["DRIFT_SPAN", "record_again", "times", "unseen_drift"]
 
 # Recordings that span less than this, judged longer than this after the newest, hold no drift over
 # hours: one hour, the shortest lag at which the study above saw unchanged figures regress.
 DRIFT_SPAN = datetime.timedelta(hours=1)
-
-
-def recorded_now() -> str:
-    """This moment, as a recording's time is stored: UTC, ISO 8601, to the second."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def times(value: object, path: str) -> tuple[str, ...]:
