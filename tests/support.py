@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["FAST_OPTIONS", "PERF_TEST", "SPREAD_UNJUDGED", "STEADINESS_UNJUDGED"]
+import os
+import subprocess
+from pathlib import Path
+
+__all__ = ["FAST_OPTIONS", "PERF_TEST", "SPREAD_UNJUDGED", "STEADINESS_UNJUDGED", "commit", "git"]
 
 # A perf test file for pytester runs: a tiny matmul, measured with small budgets.
 PERF_TEST = """
@@ -25,3 +29,19 @@ FAST_OPTIONS = ("--accel-measure-seconds", "0.05", "-p", "no:cacheprovider")
 # the 2x drift limit. The normalised comparison still holds there: the probe moved with the workload.
 SPREAD_UNJUDGED = ("-o", "accel_noisy_spread_floor=100")
 STEADINESS_UNJUDGED = (*SPREAD_UNJUDGED, "-o", "accel_probe_drift_limit=1000")
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git ARGS`` in ``repo`` as a fixed author; its output."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, message: str, **files: str) -> str:
+    """Write ``files`` into ``repo`` and commit everything; the new commit."""
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD")

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support import commit, git
 
 from pytest_accel.commands.ab import ABSettings, Sitting, Track, _prepare_out, deselected
 from pytest_accel.commands.absides import Side, Worker
@@ -32,20 +33,6 @@ def test_work(throughput):
 """
 INI = "[pytest]\naccel_warmup_max_seconds = 0.1\naccel_measure_seconds = 0.1\n"
 SELECTION = ["--", "test_perf.py", "--device", "cpu", "-q"]
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def commit(repo: Path, message: str, **files: str) -> str:
-    for name, text in files.items():
-        (repo / name).write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", message)
-    return git(repo, "rev-parse", "HEAD")
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_ab import INI, KERNEL, TEST, assert_nothing_left, commit, git
+from support import commit, git
+from test_ab import INI, KERNEL, TEST, assert_nothing_left
 
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Outcome, Verdict

@@ -14,9 +14,11 @@ from pytest_accel.core.operator_table import NOTHING_MOVED
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.bisection import Bisection, Finding
+from pytest_accel.judgement.conclusion import GateResult, failure_lines
 from pytest_accel.judgement.confirm import FreshVerdict
-from pytest_accel.judgement.gate import NO_BASELINE, GateResult, failure_lines
+from pytest_accel.judgement.gate import NO_BASELINE
 from pytest_accel.judgement.paired import PairedVerdict
+from pytest_accel.judgement.recorded import RecordedWord
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.structures import StructureVerdict, structure_failure
 from pytest_accel.judgement.verdict import RECORD, Observation, VerdictPolicy, VerdictRecord, judge_time
@@ -62,6 +64,23 @@ def test_a_time_regression_is_a_few_lines_headline_first() -> None:
         "  baseline: commit 612bd91a0c3e, 2026-12-02, 3 recordings, torch 2.13.0+cpu",
     ]
     assert max(len(line) for line in lines) <= 120
+
+
+def test_a_regression_confirmed_beside_its_recorded_build_says_so_and_one_that_could_not_be_says_why() -> None:
+    beside = RecordedWord(
+        "612bd91a0c3e", "+24.8% ...", PairedVerdict(Outcome.REGRESSED, 9, 1.248, 1.190, 1.309, "slower, beyond ...")
+    )
+    gate = GateResult(REGRESSED, None, (NOW,), tolerance=0.05, fresh=FRESH, recorded=beside)
+    lines = failure_lines(TEST, gate, ENTRY, "regressed", {"torch": "2.13.0+cpu"})
+    assert lines[2:5] == [
+        "  believed: 2 re-measurements (+26.7%, +27.3%); a fresh process (+28.1% [+8.0% .. +34.2%])",
+        "  recorded build: commit 612bd91a0c3e beside this tree: +24.8% [+19.0% .. +30.9%], 9 pairs",
+        "  ruled out: a neighbour (50% of the host; calibrated: at most 1% slower); the machine's state (up to 13%)",
+    ]
+    assert max(len(line) for line in lines) <= 120
+    shallow = RecordedWord("", "commit 612bd91a0c3e is not in this clone (a shallow one?)")
+    lines = failure_lines(TEST, replace(gate, recorded=shallow), ENTRY, "regressed", {"torch": "2.13.0+cpu"})
+    assert lines[3] == "  recorded build: not measured: commit 612bd91a0c3e is not in this clone (a shallow one?)"
 
 
 # The fresh recordings of docs/studies/huge-pages: three within 11 minutes, a run 1.7 hours later.

@@ -71,12 +71,14 @@ class ChildSettings:
         """These settings with the ini setting ``name`` set to ``value`` (added, or replacing this run's)."""
         return replace(self, ini=(*((n, v) for n, v in self.ini if n != name), (name, value)))
 
-    def arguments(self) -> list[str]:
-        """The child's pytest options: the inherited ones first, so this run's resolved settings win."""
+    def arguments(self, baselines: bool = True) -> list[str]:
+        """The child's pytest options: the inherited ones first, so this run's resolved settings win;
+        ``baselines=False``: without this run's baselines folder (an ``ab`` sitting sets its own)."""
         overrides = [option for name, value in self.ini for option in ("-o", f"{name}={value}")]
+        folder = ["--accel-baselines", str(self.baselines)] if baselines else []
         options = [
             *self.inherited,
-            "--accel-device", self.device, "--accel-profile", self.profile, "--accel-baselines", str(self.baselines),
+            "--accel-device", self.device, "--accel-profile", self.profile, *folder,
             *overrides,
             "--accel-structure=off",  # what ran is the parent's to judge: it took the record already
         ]  # fmt: skip

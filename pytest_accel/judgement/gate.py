@@ -5,8 +5,10 @@ All of confirmation lives here, in order:
 1. ``run_gate``: judge the first measurement; while it looks regressed, re-measure in this process
    (up to ``confirmations`` times) through the callable the fixture hands in.
 2. ``Gate.judge``: a regression that survived is measured once more in a fresh ``pytest`` process
-   (``pytest_accel.judgement.confirm``), and the test fails only if that process agrees.
-3. ``Gate.failure``: whether the outcome fails its test under the run's mode, and the message.
+   (``pytest_accel.judgement.confirm``), and then, where the baseline's build can be checked out, beside
+   that build in one ``ab`` sitting (``pytest_accel.judgement.recorded``); the test fails only if both agree.
+3. ``Gate._fails``: whether the outcome fails its test under the run's mode, and the message
+   (``pytest_accel.judgement.conclusion``).
 
 No pytest here: the fixture turns a failure message into a test failure.
 """
@@ -15,24 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import final
 
-from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement, display_name, pooled, throttle_problem
+from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement, pooled, throttle_problem
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
-from pytest_accel.core.units import format_change, format_percent_change, format_rate
-from pytest_accel.judgement.baselines import BaselineEntry, provenance_changes
+from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.conclusion import GateResult, failure_lines
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
 from pytest_accel.judgement.drift import NightDrift
-from pytest_accel.judgement.spans import unseen_drift
+from pytest_accel.judgement.recorded import RecordedWord, measure_beside_recorded, recorded_commit, with_recorded_word
 from pytest_accel.judgement.state import StateShift, state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
     RECORD,
     Observation,
     VerdictPolicy,
-    VerdictRecord,
     combine,
     judge_memory,
     judge_time,
@@ -67,39 +67,6 @@ REFUTED_LIMIT = 2
 _COOL = "cool the device or lower its load"
 _AGAIN = AGAIN
 NO_BASELINE = "no baseline"
-
-
-@final
-@dataclass(frozen=True)
-class GateResult:
-    """What the gate concluded for one measurement: the time verdict, the memory verdict (when memory
-    is known), the measurements taken, and the failure message when it fails its test."""
-
-    time: Verdict
-    memory: Verdict | None
-    measurements: tuple[Measurement, ...]  # the first measurement, then any re-measurements
-    group: int = 1  # how many measurements each verdict pooled (run_gate's extension of an undecided suspect)
-    failure: str | None = None  # the test's failure message (Gate.judge); None: it passes
-    baseline: BaselineEntry | None = None  # the entry judged against (its operator table explains a regression)
-    tolerance: float | None = None  # the slowdown tolerance judged by (the entry's own, else the suite's)
-    fresh: FreshVerdict | None = None  # the fresh process's word on a suspect, when one was asked
-
-    @property
-    def record(self) -> VerdictRecord:
-        """The typed verdict reports carry."""
-        return VerdictRecord(self.time, self.memory, len(self.measurements) - 1)
-
-    @property
-    def outcome(self) -> Outcome:
-        """The worst outcome: a memory regression counts like a time regression."""
-        return self.record.outcome
-
-    @property
-    def reported(self) -> Measurement:
-        """The measurement the report shows: the last (group of) re-measurement(s) of a regression, else the
-        first (group): all the rounds its verdict judged."""
-        regressed = self.outcome is Outcome.REGRESSED
-        return pooled(self.measurements[-self.group :] if regressed else self.measurements[: self.group])
 
 
 def _observation(
@@ -308,6 +275,10 @@ class GateMode:
     # A confirmation child: its one reading (extended while undecided) is the parent's to weigh, which
     # re-measured in its own process already (with_fresh_confirmation).
     one_reading: bool = False
+    # A confirmed regression is measured beside its recorded build (judgement.recorded) with these settings,
+    # within ``recorded_minutes``; None when this run may not (turned off, under torchrun, in a child).
+    recorded: ChildSettings | None = None
+    recorded_minutes: float = 0.0
 
 
 def shift_from(
@@ -418,14 +389,16 @@ class Gate:
         if entry is not None and short is not None and short.waits and self._quiet is not None and not mode.update:
             settle = _Settle(shift_from(entry.run_states, policy, measurement.state), state_now, policy.state_limit)
             gate = self._after_quiet(test, gate, entry, policy.foreign_cpu_margin, settle, lambda: judged(remeasure()))
+        tolerance = policy.tolerance if gate.tolerance is None else gate.tolerance
         if mode.fresh_process is not None and not mode.update:
-            tolerance = policy.tolerance if gate.tolerance is None else gate.tolerance
             if gate.time.outcome is Outcome.REGRESSED:
                 time, asked = self._confirm_in_fresh_process(test, measurement.name, gate.time, tolerance)
                 gate = replace(gate, time=time, fresh=asked)
             elif gate.time.outcome is Outcome.IMPROVED:  # no storm rule: a refuted speedup fails nothing
                 fresh = self._fresh(test, measurement.name)
                 gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh, tolerance), fresh=fresh)
+        if entry is not None and gate.time.outcome is Outcome.REGRESSED and mode.recorded is not None:
+            gate = self._beside_recorded(test, measurement.name, gate, entry, mode.recorded, tolerance)
         why = self._fails(gate.outcome)
         return replace(gate, failure=None if why is None else self._message(test, gate, entry, why), baseline=entry)
 
@@ -486,6 +459,18 @@ class Gate:
             self.refuted += 1
         return verdict, fresh
 
+    def _beside_recorded(
+        self, test: str, metric: str, gate: GateResult, entry: BaselineEntry, settings: ChildSettings, tolerance: float
+    ) -> GateResult:
+        """A confirmed regression after its recorded build was measured beside this tree (judgement.recorded)."""
+        commit, why_not = recorded_commit(entry, self._provenance, self._rootdir)
+        if not commit:
+            word = RecordedWord("", why_not)
+        else:
+            minutes = self._mode.recorded_minutes
+            word = measure_beside_recorded(test, metric, commit, self._rootdir, settings, tolerance, minutes)
+        return replace(gate, time=with_recorded_word(gate.time, word), recorded=word)
+
     def _wait_left(self) -> float:
         """Seconds left of this run's budget of waiting for quiet."""
         return max(self._mode.quiet_wait_seconds - sum(w.seconds for w in self.waits), 0.0)
@@ -520,76 +505,3 @@ class Gate:
         """The failure block: the headline, then one fact a line (see ``failure_lines``), the command last."""
         lines = failure_lines(test, gate, entry, why, self._provenance, self._verbose)
         return "\n".join([*lines, f"  {RECORD_HINT}: {self._accept(test)}"])
-
-
-def failure_lines(
-    test: str,
-    gate: GateResult,
-    entry: BaselineEntry | None,
-    why: str,
-    provenance: Mapping[str, str],
-    verbose: bool = False,
-    now: datetime | None = None,
-) -> list[str]:
-    """A failing test's block, a fact a line, at most 120 characters each (the accept command apart). The
-    headline: the test (by its name: pytest's own header and the accept command give its file) and what
-    changed with its interval; then against what (the tolerance, before -> after in the test's unit),
-    why it is believed, what could have explained it and did not, and the baseline (with, when its
-    recordings were all taken within an hour and over an hour before ``now``, that they hold no drift).
-    The whole reasoning (``Verdict.reason``) is in the result file, and here under ``-v``.
-    """
-    result, time = gate.reported, gate.time
-    name = display_name(test.rpartition("::")[2], result.name)
-    memory = gate.memory if gate.memory is not None and gate.memory.outcome is Outcome.REGRESSED else None
-    if time.outcome is Outcome.REGRESSED and time.ratio is not None and time.low is not None:
-        lines = [f"perf {why}: {name}: time {format_change(time.ratio, time.low, time.high or time.ratio)}"]
-        against = f"  beyond the {gate.tolerance:.0%} tolerance" if gate.tolerance is not None else "  against"
-        if entry is not None:
-            against += f": {format_rate(entry.items_per_second)} -> {format_rate(result.items_per_second)} "
-            against += f"{result.unit}/s"
-        lines += [f"{against} on {result.device_key}", f"  believed: {_believed(time, gate.fresh)}"]
-        if time.ruled_out:
-            lines.append(f"  ruled out: {'; '.join(time.ruled_out)}")
-    else:
-        headline = f"perf {why}: {name}"
-        if memory is not None and memory.ratio is not None:
-            headline += f": peak memory {format_percent_change(memory.ratio)}"
-        lines = [headline]
-        if time.outcome is not Outcome.UNCHANGED and time.abstention is not None and not verbose:
-            short = time.abstention
-            lines.append(f"  not judged ({short.why}); to judge it: {short.remedy}")
-        elif time.outcome is not Outcome.UNCHANGED or verbose:
-            lines.append(f"  time: {time.reason}")
-    shown = memory if memory is not None or not verbose else gate.memory
-    if shown is not None:
-        lines.append(f"  memory: {shown.reason}")
-    if entry is not None:
-        recorded = entry.provenance
-        runs = len(entry.run_medians) or 1
-        baseline = f"  baseline: commit {recorded.get('commit', '?')}, {recorded.get('date', '?')[:10]}"
-        baseline += f", {runs} recording{'s' if runs > 1 else ''}, torch {recorded.get('torch', '?')}"
-        if changes := provenance_changes(entry, provenance):
-            baseline += f"; since then: {changes}"
-        lines.append(baseline)
-        if unseen := unseen_drift(entry.run_times, runs, now or datetime.now(timezone.utc)):
-            lines.append(f"  recordings: {unseen}")
-    if verbose and time.outcome is not Outcome.UNCHANGED:
-        lines.append(f"  the whole reasoning: {time.reason}")
-    return lines
-
-
-def _believed(time: Verdict, fresh: FreshVerdict | None) -> str:
-    """Why a regression is believed: the re-measurements that confirmed it, and the fresh process's word."""
-    parts = []
-    if time.remeasured:
-        shown = ", ".join(format_percent_change(ratio) for ratio in time.remeasured)
-        parts.append(f"{len(time.remeasured)} re-measurement{'s' if len(time.remeasured) > 1 else ''} ({shown})")
-    child = fresh.verdict if fresh is not None else None
-    if child is not None and child.ratio is not None:
-        if child.low is not None and child.high is not None:
-            parts.append(f"a fresh process ({format_change(child.ratio, child.low, child.high)})")
-        else:
-            parts.append(f"a fresh process ({format_percent_change(child.ratio)})")
-    elif fresh is not None:
-        parts.append(f"no fresh process's word: {fresh.detail}")
-    return "; ".join(parts) or "one measurement (no re-measurement was asked: --accel-confirmations 0)"

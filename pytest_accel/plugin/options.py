@@ -408,6 +408,13 @@ class AccelOptions:
         "re-measure a confirmed regression once more in a fresh pytest process before failing (true/false)",
         child=False,
     ))  # fmt: skip
+    # a confirmed regression measured beside its recorded build: the sitting's budget
+    recorded_minutes: float = field(metadata=_ini(
+        "accel_recorded_minutes", "10", _at_least_zero,
+        "minutes at most for measuring a confirmed regression beside the build its baseline recorded (an ab "
+        "sitting of that commit against this tree; 0: never; default 10)",
+        child=False,
+    ))  # fmt: skip
     # a figure that abstained because of a neighbour: how long the run may wait, in all, for it to leave
     quiet_wait_seconds: float = field(metadata=_ini(
         "accel_quiet_wait_seconds", "120", _at_least_zero,
@@ -475,17 +482,20 @@ class AccelOptions:
             inherited=inherited,
         )
 
-    def gate_mode(self, fresh_process: ChildSettings | None, one_reading: bool = False) -> GateMode:
-        """How this run's gate acts; ``fresh_process``: the child that confirms a regression, if one may;
-        ``one_reading``: this run is such a child."""
+    def gate_mode(self, child: ChildSettings | None, one_reading: bool = False) -> GateMode:
+        """How this run's gate acts; ``child``: the settings of a child that confirms a regression (a fresh
+        process, a sitting beside the recorded build), if this run may start one; ``one_reading``: this run
+        is such a child."""
         return GateMode(
             update=self.update or self.calibrate,
             strict=self.strict,
             require_baseline=self.require_baseline,
             confirmations=self.confirmations,
-            fresh_process=fresh_process if self.fresh_confirmation else None,
+            fresh_process=child if self.fresh_confirmation else None,
             quiet_wait_seconds=self.quiet_wait_seconds,
             one_reading=one_reading,
+            recorded=child if self.recorded_minutes > 0 and not (self.update or self.calibrate) else None,
+            recorded_minutes=self.recorded_minutes,
         )
 
     def thread_advice(self, device_kind: str, cores: int) -> str:

@@ -1,0 +1,145 @@
+"""The recorded build measured beside this one: the last word on a regression against stored baselines.
+
+A stored figure cannot tell the code's slowdown from the host's: on the 2-core VMs the memory-bound
+kernels' level moved 5-13% against the matmul reference within an hour of their recordings, with
+no state probe reading the move (docs/studies/spaced-recordings), and a fresh process of the same
+build reads the same moved level. The build that was recorded can be measured again, now, beside
+this one: when the baseline names a clean commit of this repository and nothing else of the
+environment changed since (torch, Python, the device), a regression the gate and the fresh process
+confirmed is measured once more as a ``pytest-accel ab`` sitting of that commit against this tree,
+in alternating fresh processes, so both builds meet the same host. The test fails only when the
+sitting says regressed; when it says unchanged, what moved since the recordings was the host.
+
+Not possible, and then the regression stands on the earlier evidence, saying why: a baseline taken
+with local changes, a commit this clone does not hold (a shallow checkout), or an environment that
+changed (a torch upgrade cannot be undone by checking out a commit: the stored figure alone
+judges it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import final
+
+from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
+from pytest_accel.core.units import format_change
+from pytest_accel.engine.processes import GitError, git, run_child
+from pytest_accel.judgement.baselines import BaselineEntry, provenance_changes
+from pytest_accel.judgement.confirm import ChildSettings
+from pytest_accel.judgement.paired import PairedVerdict
+from pytest_accel.storage.files import StoreError, read_document
+
+__all__ = ["RecordedWord", "measure_beside_recorded", "recorded_commit", "with_recorded_word"]
+
+# Beyond the sitting's own budget: the worktree's checkout, the workers' imports, the last pair.
+_GRACE_SECONDS = 300
+
+
+@final
+@dataclass(frozen=True)
+class RecordedWord:
+    """What a sitting of the recorded build against this tree said of one figure, or why none was held."""
+
+    commit: str  # the recorded commit ("" when none could be measured)
+    detail: str  # the sitting's figures, or why there was no sitting
+    verdict: PairedVerdict | None = None  # this tree against the recorded build; None: no sitting's word
+
+    def command(self, test: str) -> str:
+        """The sitting to run by hand."""
+        return f"pytest-accel ab --base {self.commit or '<recorded commit>'} -- {test}"
+
+
+def recorded_commit(entry: BaselineEntry, provenance: Mapping[str, str], rootdir: Path) -> tuple[str, str]:
+    """The commit the baseline's newest recording measured, when it can be measured again as it was:
+    (commit, ""), or ("", why not)."""
+    commit = entry.provenance.get("commit", "")
+    if not commit or commit == "unknown":
+        return "", "the recordings name no commit"
+    if commit.endswith("+dirty"):
+        return "", f"recorded with local changes to {commit.removesuffix('+dirty')}"
+    if changes := provenance_changes(entry, provenance):
+        return "", f"{changes} since the recordings, which a checkout does not undo"
+    try:
+        git(rootdir, "cat-file", "-e", f"{commit}^{{commit}}", timeout=30)
+    except GitError:
+        return "", f"commit {commit} is not in this clone (a shallow one?)"
+    return commit, ""
+
+
+def measure_beside_recorded(
+    test: str, metric: str, commit: str, rootdir: Path, settings: ChildSettings, tolerance: float, minutes: float
+) -> RecordedWord:
+    """An ``ab`` sitting of ``commit`` (the base) against the working tree (the head) for ``test`` alone, run
+    with this run's device, profile and settings, within ``minutes``; its word on ``metric``."""
+    with tempfile.TemporaryDirectory(prefix="pytest-accel-recorded-") as scratch:
+        out = Path(scratch) / "ab"
+        command = [
+            sys.executable, "-m", "pytest_accel", "ab", "--base", commit, "--out", str(out), "--no-operators",
+            "--tolerance", f"{tolerance}", "--max-minutes", f"{minutes:g}",
+            "--", test, *settings.arguments(baselines=False),
+        ]  # fmt: skip
+        log = Path(scratch) / "output.log"
+        try:
+            with log.open("w", encoding="utf-8") as sink:
+                ran = run_child(command, rootdir, os.environ, sink, timeout=minutes * 60 + _GRACE_SECONDS)
+        except OSError as error:
+            return RecordedWord(commit, f"the sitting did not start: {error}")
+        if ran.timed_out:
+            return RecordedWord(commit, f"the sitting did not finish in {minutes:g} minutes")
+        try:
+            document = read_document(out / "comparison.json")
+        except StoreError as error:
+            return RecordedWord(commit, f"the sitting wrote an unreadable answer: {error}")
+        if document is None:
+            tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-2:]
+            return RecordedWord(commit, f"the sitting wrote no answer (exit {ran.returncode}): {' '.join(tail)}")
+        return _word_for(document, test, metric, commit)
+
+
+def _word_for(document: object, test: str, metric: str, commit: str) -> RecordedWord:
+    tests = document.get("tests") if isinstance(document, dict) else None
+    for row in tests if isinstance(tests, list) else []:
+        if isinstance(row, dict) and row.get("test") == test and row.get("metric") == metric:
+            try:
+                verdict = PairedVerdict.from_dict(row)
+            except (KeyError, TypeError, ValueError) as error:
+                return RecordedWord(commit, f"the sitting's answer for the test is unreadable: {error}")
+            return RecordedWord(commit, _figures(verdict), verdict)
+    return RecordedWord(commit, f"the sitting measured no {metric!r} for the test")
+
+
+def _figures(verdict: PairedVerdict) -> str:
+    said = f"{verdict.outcome.value} after {verdict.pairs} pair{'s' if verdict.pairs != 1 else ''}"
+    if verdict.ratio is not None and verdict.low is not None and verdict.high is not None:
+        said = f"{format_change(verdict.ratio, verdict.low, verdict.high)}, {said}"
+    return f"{said} ({verdict.reason})" if verdict.reason else said
+
+
+_SAME = "the recorded build, measured beside this one, read the same"
+_UNTOLD = "the recorded build beside this one could not tell"
+
+
+def with_recorded_word(suspect: Verdict, word: RecordedWord) -> Verdict:
+    """A confirmed regression after the recorded build was measured beside this tree: it stands when the
+    sitting says regressed (or could not be held); unchanged when the sitting finds this tree no slower
+    than the recorded build (the host moved since the recordings); noisy when it could not tell."""
+    beside = f"commit {word.commit}" if word.commit else "the recorded build"
+    if word.verdict is None:
+        return replace(suspect, reason=f"{suspect.reason}; not measured beside {beside}: {word.detail}")
+    outcome = word.verdict.outcome
+    if outcome is Outcome.REGRESSED:
+        return replace(suspect, reason=f"{suspect.reason}; confirmed beside {beside} in one sitting: {word.detail}")
+    if outcome in (Outcome.UNCHANGED, Outcome.IMPROVED):
+        said = f"{_SAME} ({beside}): {word.detail}: the host moved since the recordings, not the code"
+        return replace(suspect, outcome=Outcome.UNCHANGED, reason=f"{suspect.reason}; {said}", abstention=None)
+    return replace(
+        suspect,
+        outcome=Outcome.NOISY,
+        reason=f"{suspect.reason}; {_UNTOLD} ({beside}): {word.detail}; not judged",
+        abstention=Abstention(_UNTOLD, f"measure the two longer: pytest-accel ab --base {word.commit} -- <this test>"),
+    )

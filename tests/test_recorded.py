@@ -1,0 +1,170 @@
+"""A confirmed regression measured beside its recorded build (``judgement.recorded``): which build can be,
+what its sitting's word does to the verdict, and the whole path end to end in a real git repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support import commit, git
+
+from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
+from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.paired import PairedVerdict
+from pytest_accel.judgement.recorded import RecordedWord, _word_for, recorded_commit, with_recorded_word
+
+SUSPECT = Verdict(Outcome.REGRESSED, "time", "slower: +9.0% [+5.1% .. +13.0%]", ratio=1.09, low=1.051, high=1.13)
+COMMIT = "0123456789ab"
+
+
+def entry(**provenance: str) -> BaselineEntry:
+    return BaselineEntry("t.py::test_a", "throughput", "calls", 1.0, (0.01,) * 5, provenance=provenance)
+
+
+def word(outcome: Outcome, ratio: float, low: float, high: float, pairs: int = 12, reason: str = "") -> RecordedWord:
+    verdict = PairedVerdict(outcome, pairs, ratio, low, high, reason)
+    return RecordedWord(COMMIT, f"{ratio - 1:+.1%}, {outcome.value} after {pairs} pairs", verdict)
+
+
+@pytest.mark.parametrize(
+    ("said", "outcome", "reason_ends"),
+    [
+        (word(Outcome.REGRESSED, 1.10, 1.06, 1.14), Outcome.REGRESSED,
+         f"; confirmed beside commit {COMMIT} in one sitting: +10.0%, regressed after 12 pairs"),
+        (word(Outcome.UNCHANGED, 1.01, 0.98, 1.04), Outcome.UNCHANGED,
+         f"; the recorded build, measured beside this one, read the same (commit {COMMIT}): +1.0%, unchanged after "
+         "12 pairs: the host moved since the recordings, not the code"),
+        (word(Outcome.IMPROVED, 0.90, 0.86, 0.94), Outcome.UNCHANGED,
+         f"; the recorded build, measured beside this one, read the same (commit {COMMIT}): -10.0%, improved after "
+         "12 pairs: the host moved since the recordings, not the code"),
+        (word(Outcome.INCONCLUSIVE, 1.05, 0.97, 1.13, pairs=40), Outcome.NOISY,
+         f"; the recorded build beside this one could not tell (commit {COMMIT}): +5.0%, inconclusive after 40 pairs;"
+         " not judged"),
+        (RecordedWord("", "recorded with local changes to 0123456789ab"), Outcome.REGRESSED,
+         "; not measured beside the recorded build: recorded with local changes to 0123456789ab"),
+    ],
+    ids=["regressed", "unchanged", "faster", "could-not-tell", "no-sitting"],
+)  # fmt: skip
+def test_the_sittings_word_decides_a_confirmed_regression(
+    said: RecordedWord, outcome: Outcome, reason_ends: str
+) -> None:
+    verdict = with_recorded_word(SUSPECT, said)
+    assert verdict.outcome is outcome
+    assert verdict.reason == SUSPECT.reason + reason_ends
+    assert verdict.ratio == SUSPECT.ratio  # the figure against the stored baseline is still what it read
+    if outcome is Outcome.NOISY:
+        assert verdict.abstention == Abstention(
+            "the recorded build beside this one could not tell",
+            f"measure the two longer: pytest-accel ab --base {COMMIT} -- <this test>",
+        )
+    else:
+        assert verdict.abstention is None
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str]:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    git(folder, "init", "-q")
+    return folder, commit(folder, "first", **{"a.txt": "a"})[:12]
+
+
+def test_the_build_to_measure_is_the_newest_recordings_clean_commit(repo: tuple[Path, str]) -> None:
+    folder, first = repo
+    now = {"torch": "2.13.0+cpu", "commit": "fedcba987654+dirty"}
+    assert recorded_commit(entry(commit=first, torch="2.13.0+cpu"), now, folder) == (first, "")
+    assert recorded_commit(entry(torch="2.13.0+cpu"), now, folder) == ("", "the recordings name no commit")
+    assert recorded_commit(entry(commit="unknown"), now, folder) == ("", "the recordings name no commit")
+    assert recorded_commit(entry(commit=f"{first}+dirty"), now, folder) == (
+        "", f"recorded with local changes to {first}"
+    )  # fmt: skip
+    assert recorded_commit(entry(commit=first, torch="2.12.1+cpu"), now, folder) == (
+        "", "torch 2.12.1+cpu -> 2.13.0+cpu since the recordings, which a checkout does not undo"
+    )  # fmt: skip
+    assert recorded_commit(entry(commit="ffffffffffff"), now, folder) == (
+        "", "commit ffffffffffff is not in this clone (a shallow one?)"
+    )  # fmt: skip
+    assert recorded_commit(entry(commit=first), now, folder.parent) == (
+        "", f"commit {first} is not in this clone (a shallow one?)"
+    )  # fmt: skip
+
+
+def test_the_sittings_answer_is_read_for_the_one_test_and_metric() -> None:
+    row = {"test": "t.py::test_a", "metric": "time", "outcome": "regressed", "pairs": 7, "ratio": 1.2, "low": 1.1,
+           "high": 1.3, "reason": "slower, beyond the 5% tolerance"}  # fmt: skip
+    document = {"tests": [{**row, "test": "t.py::test_b", "outcome": "unchanged"}, row]}
+    read = _word_for(document, "t.py::test_a", "time", COMMIT)
+    assert read.verdict == PairedVerdict(Outcome.REGRESSED, 7, 1.2, 1.1, 1.3, "slower, beyond the 5% tolerance")
+    assert read.detail == "+20.0% [+10.0% .. +30.0%], regressed after 7 pairs (slower, beyond the 5% tolerance)"
+    assert _word_for(document, "t.py::test_c", "time", COMMIT) == RecordedWord(
+        COMMIT, "the sitting measured no 'time' for the test"
+    )  # fmt: skip
+    broken = _word_for({"tests": [{**row, "outcome": "fine"}]}, "t.py::test_a", "time", COMMIT)
+    assert broken.verdict is None and broken.detail.startswith("the sitting's answer for the test is unreadable: ")
+    assert _word_for([], "t.py::test_a", "time", COMMIT).verdict is None
+
+
+# A workload whose cost the commit decides (SLOW) and, to stand for a host that ran faster while the
+# baseline was recorded, an environment variable both builds read alike (FAST_HOST halves the work).
+KERNEL = """import os
+
+SLOW = {slow}
+
+def work():
+    return sum(range(4000 * SLOW // (2 if os.environ.get("FAST_HOST") else 1)))
+"""
+TEST = """
+from kernel import work
+
+def test_work(throughput):
+    throughput(work, items=1, unit="calls")
+"""
+INI = "[pytest]\naccel_warmup_max_seconds = 0.1\naccel_measure_seconds = 0.1\naccel_recorded_minutes = 3\n"
+
+
+def pytest_in(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest", "test_perf.py", "--device", "cpu", "-p", "no:cacheprovider",
+               "--accel-baselines", "bl", *args]  # fmt: skip
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600, env={**os.environ, **env})
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A project whose one perf test was recorded at its first commit, on a host that ran it twice as fast."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    folder = tmp_path / "project"
+    folder.mkdir()
+    git(folder, "init", "-q")
+    first = commit(folder, "good", **{"kernel.py": KERNEL.format(slow=1), "test_perf.py": TEST, "pytest.ini": INI})
+    (folder / ".gitignore").write_text("bl/\n*.json\n")
+    done = pytest_in(folder, "--accel-update", FAST_HOST="1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder, first[:12]
+
+
+@pytest.mark.slow
+def test_drift_since_the_recordings_is_not_a_regression_and_a_slower_tree_is(recorded: tuple[Path, str]) -> None:
+    folder, first = recorded
+    # Unchanged code on a host now slower than at the recordings: the stored figure reads about 2x slower,
+    # a fresh process agrees, and the recorded commit measured beside the tree reads the same.
+    done = pytest_in(folder, "--accel-json", "drift.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = json.loads((folder / "drift.json").read_text())["results"]
+    time = row["verdict"]["time"]
+    assert time["outcome"] == "unchanged" and time["ratio"] > 1.5
+    assert (
+        f"(commit {first}): " in time["reason"]
+        and "the host moved since the recordings, not the code" in time["reason"]
+    )
+    # The tree made 3x slower (uncommitted): the sitting confirms it, and the failure says so.
+    (folder / "kernel.py").write_text(KERNEL.format(slow=3))
+    done = pytest_in(folder, "--accel-json", "slower.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"  recorded build: commit {first} beside this tree: +" in done.stdout
+    (row,) = json.loads((folder / "slower.json").read_text())["results"]
+    assert f"; confirmed beside commit {first} in one sitting: +" in row["verdict"]["time"]["reason"]
+    assert len(git(folder, "worktree", "list").splitlines()) == 1  # the sitting's worktree is gone
