@@ -165,6 +165,25 @@ def test_the_summary_of_an_improvement_and_an_abstention_says_what_to_do() -> No
     ]
 
 
+def test_the_summary_names_a_figure_its_recorded_build_read_the_same_and_asks_to_record_again() -> None:
+    """Unchanged math decode, 8 minutes after three recordings (docs/studies/recorded-build, run 1)."""
+    reason = (
+        "time +16.7% [95% CI +5.1% .. +22.8%] ...; confirmed in a fresh process: ...; the recorded build, measured "
+        "beside this one, read the same (commit cbd273b25879): +0.1% [-3.5% .. +3.8%], unchanged after 30 pairs "
+        "(within ±5%): the host moved since the recordings, not the code"
+    )
+    moved = Verdict(Outcome.UNCHANGED, "time", reason, 1.158, 1.051, 1.228, detectable=0.05)
+    records = [_named("test_attention_forward[sdpa-math-llama70b-decode-kv384]", moved)]
+    assert verdict_summary(records, f"{KEY}/smoke", updating=False) == [
+        "accel: 1 unchanged",
+        "accel: 1 unchanged beside the recorded build, slower than the stored figure: the host moved since the "
+        "recordings",
+        "accel:   record again at other times (`pytest <same args> --accel-update`):",
+        "accel:     test_attention_forward[sdpa-math-llama70b-decode-kv384]  +15.8%",
+        "accel: 1 of 1 judged figures could see a 10% slowdown",
+    ]
+
+
 # The state of a quiet recording, and the figures of a +10% slowdown beside an uncalibrated second copy of
 # the suite (2-core Intel VM, 2026-12-02: 9 of 12 noisy, 2 of them after two suspects were refuted).
 QUIET = {"compute": 1.00e-3, "memory": 3.00e-3, "latency": 1.00e-3, FOREIGN_CPU: 0.0}

@@ -52,10 +52,12 @@ def word(outcome: Outcome, ratio: float, low: float, high: float, pairs: int = 1
 def test_the_sittings_word_decides_a_confirmed_regression(
     said: RecordedWord, outcome: Outcome, reason_ends: str
 ) -> None:
-    verdict = with_recorded_word(SUSPECT, said)
+    verdict = with_recorded_word(SUSPECT, said, 0.05)
     assert verdict.outcome is outcome
     assert verdict.reason == SUSPECT.reason + reason_ends
     assert verdict.ratio == SUSPECT.ratio  # the figure against the stored baseline is still what it read
+    # Unchanged beside the recorded build: its sitting's interval lay within the tolerance, so it saw that much.
+    assert verdict.detectable == (0.05 if outcome is Outcome.UNCHANGED else SUSPECT.detectable)
     if outcome is Outcome.NOISY:
         assert verdict.abstention == Abstention(
             "the recorded build beside this one could not tell",

@@ -469,7 +469,7 @@ class Gate:
         else:
             minutes = self._mode.recorded_minutes
             word = measure_beside_recorded(test, metric, commit, self._rootdir, settings, tolerance, minutes)
-        return replace(gate, time=with_recorded_word(gate.time, word), recorded=word)
+        return replace(gate, time=with_recorded_word(gate.time, word, tolerance), recorded=word)
 
     def _wait_left(self) -> float:
         """Seconds left of this run's budget of waiting for quiet."""

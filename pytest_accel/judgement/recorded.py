@@ -34,7 +34,7 @@ from pytest_accel.judgement.confirm import ChildSettings
 from pytest_accel.judgement.paired import PairedVerdict
 from pytest_accel.storage.files import StoreError, read_document
 
-__all__ = ["RecordedWord", "measure_beside_recorded", "recorded_commit", "with_recorded_word"]
+__all__ = ["HOST_MOVED", "RecordedWord", "measure_beside_recorded", "recorded_commit", "with_recorded_word"]
 
 # Beyond the sitting's own budget: the worktree's checkout, the workers' imports, the last pair.
 _GRACE_SECONDS = 300
@@ -121,13 +121,16 @@ def _figures(verdict: PairedVerdict) -> str:
 
 
 _SAME = "the recorded build, measured beside this one, read the same"
+# Said of a figure the stored baseline read slower and its recorded build, beside it, did not (the summary counts them).
+HOST_MOVED = "the host moved since the recordings, not the code"
 _UNTOLD = "the recorded build beside this one could not tell"
 
 
-def with_recorded_word(suspect: Verdict, word: RecordedWord) -> Verdict:
+def with_recorded_word(suspect: Verdict, word: RecordedWord, tolerance: float) -> Verdict:
     """A confirmed regression after the recorded build was measured beside this tree: it stands when the
     sitting says regressed (or could not be held); unchanged when the sitting finds this tree no slower
-    than the recorded build (the host moved since the recordings); noisy when it could not tell."""
+    than the recorded build beyond ``tolerance`` (the host moved since the recordings: the sitting could
+    have seen a slowdown of ``tolerance``); noisy when it could not tell."""
     beside = f"commit {word.commit}" if word.commit else "the recorded build"
     if word.verdict is None:
         return replace(suspect, reason=f"{suspect.reason}; not measured beside {beside}: {word.detail}")
@@ -135,8 +138,11 @@ def with_recorded_word(suspect: Verdict, word: RecordedWord) -> Verdict:
     if outcome is Outcome.REGRESSED:
         return replace(suspect, reason=f"{suspect.reason}; confirmed beside {beside} in one sitting: {word.detail}")
     if outcome in (Outcome.UNCHANGED, Outcome.IMPROVED):
-        said = f"{_SAME} ({beside}): {word.detail}: the host moved since the recordings, not the code"
-        return replace(suspect, outcome=Outcome.UNCHANGED, reason=f"{suspect.reason}; {said}", abstention=None)
+        said = f"{_SAME} ({beside}): {word.detail}: {HOST_MOVED}"
+        return replace(
+            suspect, outcome=Outcome.UNCHANGED, reason=f"{suspect.reason}; {said}", detectable=tolerance, sight=None,
+            abstention=None,
+        )  # fmt: skip
     return replace(
         suspect,
         outcome=Outcome.NOISY,

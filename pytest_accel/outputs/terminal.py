@@ -11,6 +11,7 @@ from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
 from pytest_accel.judgement.drift import MIN_NIGHTS, UNSETTLED, NightDrift
 from pytest_accel.judgement.gate import NO_BASELINE, Waited
+from pytest_accel.judgement.recorded import HOST_MOVED
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
 
@@ -88,9 +89,31 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
         for outcome, count in sorted(counts.items())
         if outcome not in explained
     ]
-    lines += _sight_lines(records) + _structure_lines(records, updating)
+    lines += _moved_lines(records) + _sight_lines(records) + _structure_lines(records, updating)
     if updating and lines:
         lines.append("accel: recording (--accel-update, --accel-calibrate): verdicts are reported, not enforced")
+    return lines
+
+
+def _moved_lines(records: Sequence[Recorded]) -> list[str]:
+    """The figures the stored baseline read slower and their recorded build, measured beside them, did not:
+    the host moved since the recordings, which the baseline should learn."""
+    moved = [
+        r for r in records if r.verdict is not None and r.verdict.time.outcome is Outcome.UNCHANGED
+        and HOST_MOVED in r.verdict.time.reason
+    ]  # fmt: skip
+    if not moved:
+        return []
+    names = short_names([display_name(r.test, r.measurement.name) for r in moved])
+    lines = [
+        f"accel: {len(moved)} unchanged beside the recorded build, slower than the stored figure: the host moved "
+        "since the recordings",
+        "accel:   record again at other times (`pytest <same args> --accel-update`):",
+    ]
+    for record, name in zip(moved, names, strict=True):
+        assert record.verdict is not None
+        ratio = record.verdict.time.ratio
+        lines.append(f"accel:     {name}" + ("" if ratio is None else f"  {format_percent_change(ratio)}"))
     return lines
 
 
