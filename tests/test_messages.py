@@ -23,7 +23,7 @@ from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.structures import StructureVerdict, structure_failure
 from pytest_accel.judgement.verdict import RECORD, Observation, VerdictPolicy, VerdictRecord, judge_time
 from pytest_accel.outputs.pages import markdown_table
-from pytest_accel.outputs.terminal import verdict_summary
+from pytest_accel.outputs.terminal import sittings_line, verdict_summary
 
 TEST = "perf_tests/test_attention.py::test_attention_forward[sdpa-flash-sd3-256px-b2]"
 KEY = "cpu-intel-xeon-f6m207-2c"
@@ -163,6 +163,35 @@ def test_the_summary_of_an_improvement_and_an_abstention_says_what_to_do() -> No
         "accel: 1 improved: faster than the baseline: refresh it with `pytest <same args> --accel-update`",
         "accel: 1 of 1 judged figures could see a 10% slowdown",
     ]
+
+
+def test_a_figure_the_stored_baseline_left_unjudged_and_its_sitting_judged_says_it_was_judged_there() -> None:
+    """Flash prefill +10% planted, its state probes beyond the recordings' (docs/studies/recorded-build)."""
+    beside = RecordedWord(
+        "cbd273b25879", "+10.2% ...", PairedVerdict(Outcome.REGRESSED, 3, 1.102, 1.035, 1.174, "slower, beyond ...")
+    )
+    judged = Verdict(Outcome.REGRESSED, "time", "the machine is in a state ...; judged beside ...", 1.102, 1.035, 1.174)
+    gate = GateResult(judged, None, (NOW,), tolerance=0.05, recorded=beside, judged_beside=True)
+    assert failure_lines(TEST, gate, ENTRY, "regressed", {"torch": "2.13.0+cpu"}) == [
+        "perf regressed: test_attention_forward[sdpa-flash-sd3-256px-b2]: time +10.2% [+3.5% .. +17.4%]",
+        f"  beyond the 5% tolerance: 90.5 -> 71.2 sequences/s on {KEY}",
+        "  judged: commit cbd273b25879 beside this tree: +10.2% [+3.5% .. +17.4%], 3 pairs",
+        "  baseline: commit 612bd91a0c3e, 2026-12-02, 3 recordings, torch 2.13.0+cpu",
+    ]
+
+
+def test_the_sittings_of_a_run_are_counted_with_their_cost() -> None:
+    def sat(outcome: Outcome | None, seconds: float) -> RecordedWord:
+        return RecordedWord("cbd273b25879", "...", None if outcome is None else PairedVerdict(outcome, 3), seconds)
+
+    sittings = [sat(Outcome.REGRESSED, 41.0), sat(Outcome.UNCHANGED, 187.5), sat(Outcome.REGRESSED, 38.0)]
+    assert sittings_line(sittings, 20) == [
+        "accel: measured 3 figures beside the recorded build in 4.4 minutes of 20: 2 regressed, 1 unchanged"
+    ]
+    assert sittings_line([sat(None, 3.0)], 20) == [
+        "accel: measured 1 figure beside the recorded build in 0.1 minutes of 20: 1 no answer"
+    ]
+    assert sittings_line([], 20) == []
 
 
 def test_the_summary_names_a_figure_its_recorded_build_read_the_same_and_asks_to_record_again() -> None:

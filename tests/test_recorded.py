@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,17 @@ from support import commit, git
 
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.conclusion import GateResult
+from pytest_accel.judgement.confirm import ChildSettings
+from pytest_accel.judgement.gate import Gate, GateMode
 from pytest_accel.judgement.paired import PairedVerdict
-from pytest_accel.judgement.recorded import RecordedWord, _word_for, recorded_commit, with_recorded_word
+from pytest_accel.judgement.recorded import (
+    RecordedWord,
+    _word_for,
+    recorded_commit,
+    with_recorded_word,
+    worth_a_sitting,
+)
 
 SUSPECT = Verdict(Outcome.REGRESSED, "time", "slower: +9.0% [+5.1% .. +13.0%]", ratio=1.09, low=1.051, high=1.13)
 COMMIT = "0123456789ab"
@@ -65,6 +75,62 @@ def test_the_sittings_word_decides_a_confirmed_regression(
         )
     else:
         assert verdict.abstention is None
+
+
+UNJUDGED = Verdict(
+    Outcome.NOISY, "time", "the machine is in a state its baseline did not cover: ...: not judged",
+    abstention=Abstention("state: random gather 1.37x, up to 13%", "a quieter machine"),
+)  # fmt: skip
+
+
+def test_a_figure_the_stored_baseline_left_unjudged_takes_the_sittings_figures() -> None:
+    regressed = with_recorded_word(UNJUDGED, word(Outcome.REGRESSED, 1.103, 1.061, 1.147), 0.05)
+    assert (regressed.outcome, regressed.ratio, regressed.low, regressed.high) == (
+        Outcome.REGRESSED, 1.103, 1.061, 1.147
+    )  # fmt: skip
+    assert regressed.reason == (
+        f"{UNJUDGED.reason}; judged beside commit {COMMIT} in one sitting: +10.3%, regressed after 12 pairs"
+    )
+    same = with_recorded_word(UNJUDGED, word(Outcome.UNCHANGED, 0.99, 0.97, 1.01), 0.05)
+    assert (same.outcome, same.ratio, same.abstention, same.detectable) == (Outcome.UNCHANGED, None, None, 0.05)
+    untold = with_recorded_word(UNJUDGED, word(Outcome.INCONCLUSIVE, 1.04, 0.96, 1.12, pairs=40), 0.05)
+    assert untold.outcome is Outcome.NOISY and untold.abstention is not None
+    assert untold.abstention.why == "the recorded build beside this one could not tell"
+
+
+@pytest.mark.parametrize(
+    ("verdict", "worth"),
+    [
+        (SUSPECT, True),
+        (UNJUDGED, True),  # no reading of its own: the state vetoed it
+        (replace(UNJUDGED, ratio=1.099), True),
+        (replace(UNJUDGED, ratio=1.04), False),  # within the tolerance: nothing to settle
+        (replace(UNJUDGED, ratio=0.9), False),
+        (replace(UNJUDGED, abstention=Abstention("throttled in 3 of 20 rounds", "cool the device")), False),
+        (Verdict(Outcome.UNCHANGED, "time", "time +9.0%", ratio=1.09, detectable=0.12), False),
+        (Verdict(Outcome.NEW, "time", "no baseline", abstention=Abstention("no baseline", "record")), False),
+        (Verdict(Outcome.IMPROVED, "time", "time -9.0%", ratio=0.91), False),
+    ],
+)
+def test_a_sitting_is_held_for_a_confirmed_regression_or_a_slower_figure_left_unjudged(
+    verdict: Verdict, worth: bool
+) -> None:
+    assert worth_a_sitting(verdict, 0.05) is worth
+
+
+def test_no_sitting_starts_once_the_runs_minutes_for_them_are_spent(repo: tuple[Path, str]) -> None:
+    folder, first = repo
+    settings = ChildSettings("cpu", "smoke", folder / "bl", ())
+    mode = GateMode(recorded=settings, recorded_minutes=5)
+    gate = Gate(dict, {"torch": "2.13.0+cpu"}, mode, folder, gate_memory=True)
+    gate.sittings.append(RecordedWord(first, "+0.2%, unchanged after 40 pairs", None, seconds=4.8 * 60))
+    stored = entry(commit=first, torch="2.13.0+cpu")
+    judged = gate._beside_recorded("t.py::test_a", "throughput", GateResult(SUSPECT, None, ()), stored, settings, 0.05)
+    assert judged.time.outcome is Outcome.REGRESSED and judged.recorded is not None
+    assert judged.recorded.detail == "the run's 5 minutes for such sittings were spent"
+    assert judged.time.reason.endswith(f"; not measured beside commit {first}: the run's 5 minutes for such sittings "
+                                       "were spent")  # fmt: skip
+    assert len(gate.sittings) == 1  # nothing was held
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ class GateResult:
     tolerance: float | None = None  # the slowdown tolerance judged by (the entry's own, else the suite's)
     fresh: FreshVerdict | None = None  # the fresh process's word on a suspect, when one was asked
     recorded: RecordedWord | None = None  # the recorded build's sitting beside this one, when one was asked
+    judged_beside: bool = False  # the stored figure left it unjudged, and that sitting judged it
 
     @property
     def record(self) -> VerdictRecord:
@@ -79,9 +80,11 @@ def failure_lines(
         if entry is not None:
             against += f": {format_rate(entry.items_per_second)} -> {format_rate(result.items_per_second)} "
             against += f"{result.unit}/s"
-        lines += [f"{against} on {result.device_key}", f"  believed: {_believed(time, gate.fresh)}"]
+        lines.append(f"{against} on {result.device_key}")
+        if not gate.judged_beside:
+            lines.append(f"  believed: {_believed(time, gate.fresh)}")
         if gate.recorded is not None:
-            lines.append(f"  recorded build: {_beside(gate.recorded)}")
+            lines.append(f"  {'judged' if gate.judged_beside else 'recorded build'}: {_beside(gate.recorded)}")
         if time.ruled_out:
             lines.append(f"  ruled out: {'; '.join(time.ruled_out)}")
     else:

@@ -26,7 +26,13 @@ from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.conclusion import GateResult, failure_lines
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
 from pytest_accel.judgement.drift import NightDrift
-from pytest_accel.judgement.recorded import RecordedWord, measure_beside_recorded, recorded_commit, with_recorded_word
+from pytest_accel.judgement.recorded import (
+    RecordedWord,
+    measure_beside_recorded,
+    recorded_commit,
+    with_recorded_word,
+    worth_a_sitting,
+)
 from pytest_accel.judgement.state import StateShift, state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
@@ -275,8 +281,9 @@ class GateMode:
     # A confirmation child: its one reading (extended while undecided) is the parent's to weigh, which
     # re-measured in its own process already (with_fresh_confirmation).
     one_reading: bool = False
-    # A confirmed regression is measured beside its recorded build (judgement.recorded) with these settings,
-    # within ``recorded_minutes``; None when this run may not (turned off, under torchrun, in a child).
+    # A confirmed regression, or a figure left unjudged while it read slower, is measured beside its recorded
+    # build (judgement.recorded) with these settings, within ``recorded_minutes`` for the whole run; None when
+    # this run may not (turned off, under torchrun, in a child).
     recorded: ChildSettings | None = None
     recorded_minutes: float = 0.0
 
@@ -302,6 +309,8 @@ class Waited:
 
 
 _WAIT_SPENT = "the run's wait for quiet was spent"
+# A sitting beside the recorded build needs a few pairs of fresh processes: none starts with less left.
+_LEAST_SITTING_MINUTES = 0.5
 
 
 @final
@@ -358,6 +367,7 @@ class Gate:
         self._pooled: tuple[tuple[float, float] | None] | None = None  # the file's pooled run spread, once
         self.drifts = drifts or {}  # (test, metric) -> its drift between nights in the history (--accel-history)
         self._tests: tuple[str | None, str | None] = (None, None)  # (the test judged before this one, this one)
+        self.sittings: list[RecordedWord] = []  # sittings beside a recorded build, in this run
 
     def judge(
         self,
@@ -397,7 +407,7 @@ class Gate:
             elif gate.time.outcome is Outcome.IMPROVED:  # no storm rule: a refuted speedup fails nothing
                 fresh = self._fresh(test, measurement.name)
                 gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh, tolerance), fresh=fresh)
-        if entry is not None and gate.time.outcome is Outcome.REGRESSED and mode.recorded is not None:
+        if entry is not None and mode.recorded is not None and worth_a_sitting(gate.time, tolerance):
             gate = self._beside_recorded(test, measurement.name, gate, entry, mode.recorded, tolerance)
         why = self._fails(gate.outcome)
         return replace(gate, failure=None if why is None else self._message(test, gate, entry, why), baseline=entry)
@@ -462,14 +472,22 @@ class Gate:
     def _beside_recorded(
         self, test: str, metric: str, gate: GateResult, entry: BaselineEntry, settings: ChildSettings, tolerance: float
     ) -> GateResult:
-        """A confirmed regression after its recorded build was measured beside this tree (judgement.recorded)."""
+        """A suspect after its recorded build was measured beside this tree (judgement.recorded), within what is
+        left of the run's minutes for such sittings."""
         commit, why_not = recorded_commit(entry, self._provenance, self._rootdir)
+        left = self._mode.recorded_minutes - sum(word.seconds for word in self.sittings) / 60
         if not commit:
             word = RecordedWord("", why_not)
+        elif left < _LEAST_SITTING_MINUTES:
+            word = RecordedWord(
+                commit, f"the run's {self._mode.recorded_minutes:g} minutes for such sittings were spent"
+            )
         else:
-            minutes = self._mode.recorded_minutes
-            word = measure_beside_recorded(test, metric, commit, self._rootdir, settings, tolerance, minutes)
-        return replace(gate, time=with_recorded_word(gate.time, word, tolerance), recorded=word)
+            word = measure_beside_recorded(test, metric, commit, self._rootdir, settings, tolerance, left)
+            self.sittings.append(word)
+        time = with_recorded_word(gate.time, word, tolerance)
+        judged = gate.time.outcome is Outcome.NOISY and time.outcome is not Outcome.NOISY
+        return replace(gate, time=time, recorded=word, judged_beside=judged)
 
     def _wait_left(self) -> float:
         """Seconds left of this run's budget of waiting for quiet."""

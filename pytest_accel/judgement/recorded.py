@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +35,9 @@ from pytest_accel.judgement.confirm import ChildSettings
 from pytest_accel.judgement.paired import PairedVerdict
 from pytest_accel.storage.files import StoreError, read_document
 
-__all__ = ["HOST_MOVED", "RecordedWord", "measure_beside_recorded", "recorded_commit", "with_recorded_word"]
+__all__ = [
+    "HOST_MOVED", "RecordedWord", "measure_beside_recorded", "recorded_commit", "with_recorded_word", "worth_a_sitting",
+]  # fmt: skip
 
 # Beyond the sitting's own budget: the worktree's checkout, the workers' imports, the last pair.
 _GRACE_SECONDS = 300
@@ -48,6 +51,7 @@ class RecordedWord:
     commit: str  # the recorded commit ("" when none could be measured)
     detail: str  # the sitting's figures, or why there was no sitting
     verdict: PairedVerdict | None = None  # this tree against the recorded build; None: no sitting's word
+    seconds: float = 0.0  # what the sitting took (0: none was held)
 
     def command(self, test: str) -> str:
         """The sitting to run by hand."""
@@ -76,6 +80,14 @@ def measure_beside_recorded(
 ) -> RecordedWord:
     """An ``ab`` sitting of ``commit`` (the base) against the working tree (the head) for ``test`` alone, run
     with this run's device, profile and settings, within ``minutes``; its word on ``metric``."""
+    started = time.monotonic()
+    word = _sit(test, metric, commit, rootdir, settings, tolerance, minutes)
+    return replace(word, seconds=time.monotonic() - started)
+
+
+def _sit(
+    test: str, metric: str, commit: str, rootdir: Path, settings: ChildSettings, tolerance: float, minutes: float
+) -> RecordedWord:
     with tempfile.TemporaryDirectory(prefix="pytest-accel-recorded-") as scratch:
         out = Path(scratch) / "ab"
         command = [
@@ -126,18 +138,39 @@ HOST_MOVED = "the host moved since the recordings, not the code"
 _UNTOLD = "the recorded build beside this one could not tell"
 
 
+def worth_a_sitting(verdict: Verdict, tolerance: float) -> bool:
+    """Whether a sitting beside the recorded build could settle ``verdict``: a confirmed regression, or a figure
+    left unjudged while it read slower than ``tolerance`` (or gave no reading: the machine's state, a neighbour,
+    two processes too far apart). Not a throttled device: both builds would meet its clock alike."""
+    if verdict.outcome is Outcome.REGRESSED:
+        return True
+    if (
+        verdict.outcome is not Outcome.NOISY
+        or verdict.abstention is None
+        or verdict.abstention.why.startswith("throttled")
+    ):
+        return False
+    return verdict.ratio is None or verdict.ratio > 1 + tolerance
+
+
 def with_recorded_word(suspect: Verdict, word: RecordedWord, tolerance: float) -> Verdict:
-    """A confirmed regression after the recorded build was measured beside this tree: it stands when the
-    sitting says regressed (or could not be held); unchanged when the sitting finds this tree no slower
-    than the recorded build beyond ``tolerance`` (the host moved since the recordings: the sitting could
-    have seen a slowdown of ``tolerance``); noisy when it could not tell."""
+    """A suspect (``worth_a_sitting``) after its recorded build was measured beside this tree: regressed when
+    the sitting says so (a figure the stored baseline left unjudged then takes the sitting's figures);
+    unchanged when the sitting finds this tree no slower than the recorded build beyond ``tolerance`` (the
+    host moved since the recordings: the sitting could have seen a slowdown of ``tolerance``); noisy when it
+    could not tell. Without a sitting the suspect stands as it was, saying why."""
     beside = f"commit {word.commit}" if word.commit else "the recorded build"
-    if word.verdict is None:
+    paired = word.verdict
+    if paired is None:
         return replace(suspect, reason=f"{suspect.reason}; not measured beside {beside}: {word.detail}")
-    outcome = word.verdict.outcome
-    if outcome is Outcome.REGRESSED:
+    if paired.outcome is Outcome.REGRESSED and suspect.outcome is Outcome.REGRESSED:
         return replace(suspect, reason=f"{suspect.reason}; confirmed beside {beside} in one sitting: {word.detail}")
-    if outcome in (Outcome.UNCHANGED, Outcome.IMPROVED):
+    if paired.outcome is Outcome.REGRESSED:
+        return Verdict(
+            Outcome.REGRESSED, "time", f"{suspect.reason}; judged beside {beside} in one sitting: {word.detail}",
+            ratio=paired.ratio, low=paired.low, high=paired.high, normalized=suspect.normalized, detectable=tolerance,
+        )  # fmt: skip
+    if paired.outcome in (Outcome.UNCHANGED, Outcome.IMPROVED):
         said = f"{_SAME} ({beside}): {word.detail}: {HOST_MOVED}"
         return replace(
             suspect, outcome=Outcome.UNCHANGED, reason=f"{suspect.reason}; {said}", detectable=tolerance, sight=None,

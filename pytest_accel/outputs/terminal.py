@@ -11,7 +11,7 @@ from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
 from pytest_accel.judgement.drift import MIN_NIGHTS, UNSETTLED, NightDrift
 from pytest_accel.judgement.gate import NO_BASELINE, Waited
-from pytest_accel.judgement.recorded import HOST_MOVED
+from pytest_accel.judgement.recorded import HOST_MOVED, RecordedWord
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
 
@@ -237,6 +237,19 @@ def waiting_line(waits: Sequence[Waited], budget: float) -> list[str]:
     if stayed := len(waits) - len(judged):
         line += f", {stayed} still noisy"
     return [line]
+
+
+def sittings_line(sittings: Sequence[RecordedWord], budget_minutes: float) -> list[str]:
+    """What the sittings beside recorded builds did in this run: how many, how long, and what they said."""
+    if not sittings:
+        return []
+    minutes = sum(sitting.seconds for sitting in sittings) / 60
+    said = Counter(sitting.verdict.outcome.value if sitting.verdict else "no answer" for sitting in sittings)
+    figures = f"{len(sittings)} figure{'s' if len(sittings) > 1 else ''}"
+    return [
+        f"accel: measured {figures} beside the recorded build in {minutes:.1f} minutes of {budget_minutes:g}: "
+        + ", ".join(f"{n} {outcome}" for outcome, n in sorted(said.items()))
+    ]
 
 
 def measurement_table(records: Sequence[Recorded]) -> list[str]:

@@ -21,12 +21,13 @@ from pytest_accel.engine.provenance import run_provenance
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.calibrate import calibrate_entries
 from pytest_accel.judgement.gate import Waited
+from pytest_accel.judgement.recorded import RecordedWord
 from pytest_accel.judgement.recording import recorded_entries
 from pytest_accel.judgement.results import Recorded, results_document, save_results
 from pytest_accel.judgement.spans import record_again
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.outputs.pages import run_summary_markdown
-from pytest_accel.outputs.terminal import measurement_table, verdict_summary, waiting_line
+from pytest_accel.outputs.terminal import measurement_table, sittings_line, verdict_summary, waiting_line
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.storage.files import StoreError
 
@@ -205,13 +206,14 @@ def summary_lines(
     problems: Sequence[str],
     unwritten: Sequence[tuple[str, str]],
     waits: Sequence[Waited] = (),
+    sittings: Sequence[RecordedWord] = (),
 ) -> list[tuple[str, bool]]:
     """(line, red) of the run's end: its table of measurements and the verdicts' summary (on device
     ``key``), the traces written, where the results went, the run's problems (a neighbour that failed)
     and the outputs ``RunFiles.write`` could not write."""
     recording = options.update or options.calibrate  # verdicts are reported, not enforced
     table = [*measurement_table(recorded), *verdict_summary(recorded, f"{key}/{options.profile}", recording)]
-    table += waiting_line(waits, options.quiet_wait_seconds)
+    table += waiting_line(waits, options.quiet_wait_seconds) + sittings_line(sittings, options.recorded_minutes)
     lines = [(line, False) for line in table]
     json_path = options.json_path
     if traces:

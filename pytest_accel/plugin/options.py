@@ -410,9 +410,10 @@ class AccelOptions:
     ))  # fmt: skip
     # a confirmed regression measured beside its recorded build: the sitting's budget
     recorded_minutes: float = field(metadata=_ini(
-        "accel_recorded_minutes", "10", _at_least_zero,
-        "minutes at most for measuring a confirmed regression beside the build its baseline recorded (an ab "
-        "sitting of that commit against this tree; 0: never; default 10)",
+        "accel_recorded_minutes", "20", _at_least_zero,
+        "minutes a run may spend in all measuring suspects beside the build their baseline recorded (an ab sitting "
+        "of that commit against this tree, for a confirmed regression or a figure left unjudged while it read "
+        "slower; 0: never; default 20)",
         child=False,
     ))  # fmt: skip
     # a figure that abstained because of a neighbour: how long the run may wait, in all, for it to leave

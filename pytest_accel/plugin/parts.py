@@ -25,6 +25,7 @@ from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.confirm import ChildSettings, accept_command, in_fresh_process, inherited_options
 from pytest_accel.judgement.drift import SEARCHED_NIGHTS, NightDrift, night_drifts
 from pytest_accel.judgement.gate import Gate, Waited
+from pytest_accel.judgement.recorded import RecordedWord
 from pytest_accel.judgement.results import ResultsError
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.outputs.history_store import HistoryError, recent_figures
@@ -132,6 +133,10 @@ class RunParts:
     def waits(self) -> list[Waited]:
         """The figures this run's gate waited for quiet for (none when it judged nothing)."""
         return [] if self._gate is None else self._gate.waits
+
+    def sittings(self) -> list[RecordedWord]:
+        """The sittings beside recorded builds this run's gate held (none when it judged nothing)."""
+        return [] if self._gate is None else self._gate.sittings
 
     def structure_gate(self) -> tuple[StructureGate, str]:
         """The structural verdicts of this run, and the structure key of this device they are kept under."""

@@ -184,8 +184,10 @@ class AccelSession:
             return
         terminalreporter.write_sep("=", "accel measurements")
         key = self.parts.key()
-        waits = self.parts.waits()
-        lines = summary_lines(self.recorded, key, self.options, self.traces, self.problems, self.unwritten, waits)
+        waits, sittings = self.parts.waits(), self.parts.sittings()
+        lines = summary_lines(
+            self.recorded, key, self.options, self.traces, self.problems, self.unwritten, waits, sittings
+        )
         for line, red in lines:
             terminalreporter.write_line(line, red=red)
 

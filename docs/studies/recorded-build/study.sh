@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The recorded build beside a run: three recordings of the 8 forward SDPA tests from a clean clone of the
+# commit under study, then runs (unchanged code, then an exact +10% planted in the working tree) judged
+# against them, minutes and hours later. Usage, from the repository root:
+#   docs/studies/recorded-build/study.sh record OUT          # a clone in OUT/head, three recordings into OUT/bl
+#   docs/studies/recorded-build/study.sh run OUT N           # run N: unchanged, then planted (+10%)
+#   python docs/studies/recorded-build/counts.py OUT run1-unchanged run1-planted ...
+# The plant is a change to perf_tests/conftest.py in OUT/head's working tree (plant.py: spin_plant.py's fn
+# mode, 10% of each timed call), so the recorded build that the gate checks out beside it has none.
+set -uo pipefail
+what=${1:?record or run}
+out=${2:?give a folder}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+select=(perf_tests/test_attention.py -k "test_attention_forward and sdpa and not backward" --device cpu
+        -p no:cacheprovider --accel-baselines "$out/bl")
+if [ "$what" = record ]; then
+  git clone -q "$(git rev-parse --show-toplevel)" "$out/head"
+  cd "$out/head"
+  for i in 1 2 3; do
+    date -u +"record $i %FT%TZ $(git rev-parse --short=12 HEAD)" >>"$out/times"
+    PYTHONPATH="$out/head" python -m pytest "${select[@]}" --accel-update >"$out/record$i.log" 2>&1
+  done
+  exit 0
+fi
+n=${3:?give the run number}
+cd "$out/head"
+git checkout -q perf_tests/conftest.py
+date -u +"run $n unchanged %FT%TZ" >>"$out/times"
+PYTHONPATH="$out/head" python -m pytest "${select[@]}" --accel-json "$out/run$n-unchanged.json" >"$out/run$n-unchanged.log" 2>&1
+sed "s|@QUIET_WAIT@|$here/../quiet-wait|" "$here/plant.py" >>perf_tests/conftest.py
+date -u +"run $n planted %FT%TZ" >>"$out/times"
+PYTHONPATH="$out/head" python -m pytest "${select[@]}" --accel-json "$out/run$n-planted.json" >"$out/run$n-planted.log" 2>&1
+git checkout -q perf_tests/conftest.py
+date -u +"run $n done %FT%TZ" >>"$out/times"
