@@ -6,7 +6,8 @@ All of confirmation lives here, in order:
    (up to ``confirmations`` times) through the callable the fixture hands in.
 2. ``Gate.judge``: a regression that survived is measured once more in a fresh ``pytest`` process
    (``pytest_accel.judgement.confirm``), and then, where the baseline's build can be checked out, beside
-   that build in one ``ab`` sitting (``pytest_accel.judgement.recorded``); the test fails only if both agree.
+   that build in one ``ab`` sitting (``pytest_accel.judgement.recorded``): the test fails only if both
+   agree. A figure left unjudged while it read slower is measured beside that build too, and judged there.
 3. ``Gate._fails``: whether the outcome fails its test under the run's mode, and the message
    (``pytest_accel.judgement.conclusion``).
 
