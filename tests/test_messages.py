@@ -199,15 +199,14 @@ def test_the_summary_names_a_figure_its_recorded_build_read_the_same_and_asks_to
     reason = (
         "time +16.7% [95% CI +5.1% .. +22.8%] ...; confirmed in a fresh process: ...; the recorded build, measured "
         "beside this one, read the same (commit cbd273b25879): +0.1% [-3.5% .. +3.8%], unchanged after 30 pairs "
-        "(within ±5%): the host moved since the recordings, not the code"
+        "(within ±5%): not the code: the host, or what no commit holds (a library), moved since the recordings"
     )
     moved = Verdict(Outcome.UNCHANGED, "time", reason, 1.158, 1.051, 1.228, detectable=0.05)
     records = [_named("test_attention_forward[sdpa-math-llama70b-decode-kv384]", moved)]
     assert verdict_summary(records, f"{KEY}/smoke", updating=False) == [
         "accel: 1 unchanged",
-        "accel: 1 unchanged beside the recorded build, slower than the stored figure: the host moved since the "
-        "recordings",
-        "accel:   record again at other times (`pytest <same args> --accel-update`):",
+        "accel: 1 slower than the stored figure, not than the recorded build beside it: not the code",
+        "accel:   the host or a library moved since the recordings; if the host, record again (--accel-update):",
         "accel:     test_attention_forward[sdpa-math-llama70b-decode-kv384]  +15.8%",
         "accel: 1 of 1 judged figures could see a 10% slowdown",
     ]

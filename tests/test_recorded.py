@@ -47,10 +47,10 @@ def word(outcome: Outcome, ratio: float, low: float, high: float, pairs: int = 1
          f"; confirmed beside commit {COMMIT} in one sitting: +10.0%, regressed after 12 pairs"),
         (word(Outcome.UNCHANGED, 1.01, 0.98, 1.04), Outcome.UNCHANGED,
          f"; the recorded build, measured beside this one, read the same (commit {COMMIT}): +1.0%, unchanged after "
-         "12 pairs: the host moved since the recordings, not the code"),
+         "12 pairs: not the code: the host, or what no commit holds (a library), moved since the recordings"),
         (word(Outcome.IMPROVED, 0.90, 0.86, 0.94), Outcome.UNCHANGED,
          f"; the recorded build, measured beside this one, read the same (commit {COMMIT}): -10.0%, improved after "
-         "12 pairs: the host moved since the recordings, not the code"),
+         "12 pairs: not the code: the host, or what no commit holds (a library), moved since the recordings"),
         (word(Outcome.INCONCLUSIVE, 1.05, 0.97, 1.13, pairs=40), Outcome.NOISY,
          f"; the recorded build beside this one could not tell (commit {COMMIT}): +5.0%, inconclusive after 40 pairs;"
          " not judged"),
@@ -153,6 +153,9 @@ def test_the_build_to_measure_is_the_newest_recordings_clean_commit(repo: tuple[
     assert recorded_commit(entry(commit=first, torch="2.12.1+cpu"), now, folder) == (
         "", "torch 2.12.1+cpu -> 2.13.0+cpu since the recordings, which a checkout does not undo"
     )  # fmt: skip
+    assert recorded_commit(entry(commit=first, python="3.11.7", date="2026-12-01"), {**now, "python": "3.12.1"}, folder) == (
+        "", "python 3.11.7 -> 3.12.1 since the recordings, which a checkout does not undo"
+    )  # fmt: skip
     assert recorded_commit(entry(commit="ffffffffffff"), now, folder) == (
         "", "commit ffffffffffff is not in this clone (a shallow one?)"
     )  # fmt: skip
@@ -226,7 +229,7 @@ def test_drift_since_the_recordings_is_not_a_regression_and_a_slower_tree_is(rec
     assert time["outcome"] == "unchanged" and time["ratio"] > 1.5
     assert (
         f"(commit {first}): " in time["reason"]
-        and "the host moved since the recordings, not the code" in time["reason"]
+        and "not the code: the host, or what no commit holds (a library), moved since the recordings" in time["reason"]
     )
     # The tree made 3x slower (uncommitted): the sitting confirms it, and the failure says so.
     (folder / "kernel.py").write_text(KERNEL.format(slow=3))

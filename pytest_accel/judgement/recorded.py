@@ -32,7 +32,7 @@ from typing import final
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.units import format_change
 from pytest_accel.engine.processes import GitError, git, run_child
-from pytest_accel.judgement.baselines import BaselineEntry, provenance_changes
+from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings
 from pytest_accel.judgement.paired import PairedVerdict
 from pytest_accel.storage.files import StoreError, read_document
@@ -68,13 +68,23 @@ def recorded_commit(entry: BaselineEntry, provenance: Mapping[str, str], rootdir
         return "", "the recordings name no commit"
     if commit.endswith("+dirty"):
         return "", f"recorded with local changes to {commit.removesuffix('+dirty')}"
-    if changes := provenance_changes(entry, provenance):
+    if changes := _environment_changes(entry.provenance, provenance):
         return "", f"{changes} since the recordings, which a checkout does not undo"
     try:
         git(rootdir, "cat-file", "-e", f"{commit}^{{commit}}", timeout=30)
     except GitError:
         return "", f"commit {commit} is not in this clone (a shallow one?)"
     return commit, ""
+
+
+# What a run's provenance says of the code and the moment rather than of its environment.
+_NOT_ENVIRONMENT = frozenset({"commit", "date", "profile", "world_size"})
+
+
+def _environment_changes(then: Mapping[str, str], now: Mapping[str, str]) -> str:
+    """'torch 2.12.1+cpu -> 2.13.0+cpu, python 3.11.7 -> 3.12.1' for what both name and differ in; '' if none."""
+    changed = sorted(key for key in then.keys() & now.keys() - _NOT_ENVIRONMENT if then[key] != now[key])
+    return ", ".join(f"{key} {then[key]} -> {now[key]}" for key in changed)
 
 
 def measure_beside_recorded(
@@ -135,8 +145,9 @@ def _figures(verdict: PairedVerdict) -> str:
 
 
 _SAME = "the recorded build, measured beside this one, read the same"
-# Said of a figure the stored baseline read slower and its recorded build, beside it, did not (the summary counts them).
-HOST_MOVED = "the host moved since the recordings, not the code"
+# Said of a figure the stored baseline read slower and its recorded build, beside it, did not (the summary counts
+# them). Not the code; what moved is the host, or what no commit holds and the provenance does not name.
+HOST_MOVED = "not the code: the host, or what no commit holds (a library), moved since the recordings"
 _UNTOLD = "the recorded build beside this one could not tell"
 
 

@@ -97,7 +97,7 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
 
 def _moved_lines(records: Sequence[Recorded]) -> list[str]:
     """The figures the stored baseline read slower and their recorded build, measured beside them, did not:
-    the host moved since the recordings, which the baseline should learn."""
+    not the code; the host (which the baseline should learn) or what no commit holds moved."""
     moved = [
         r for r in records if r.verdict is not None and r.verdict.time.outcome is Outcome.UNCHANGED
         and HOST_MOVED in r.verdict.time.reason
@@ -106,9 +106,8 @@ def _moved_lines(records: Sequence[Recorded]) -> list[str]:
         return []
     names = short_names([display_name(r.test, r.measurement.name) for r in moved])
     lines = [
-        f"accel: {len(moved)} unchanged beside the recorded build, slower than the stored figure: the host moved "
-        "since the recordings",
-        "accel:   record again at other times (`pytest <same args> --accel-update`):",
+        f"accel: {len(moved)} slower than the stored figure, not than the recorded build beside it: not the code",
+        "accel:   the host or a library moved since the recordings; if the host, record again (--accel-update):",
     ]
     for record, name in zip(moved, names, strict=True):
         assert record.verdict is not None
