@@ -153,7 +153,8 @@ def test_the_build_to_measure_is_the_newest_recordings_clean_commit(repo: tuple[
     assert recorded_commit(entry(commit=first, torch="2.12.1+cpu"), now, folder) == (
         "", "torch 2.12.1+cpu -> 2.13.0+cpu since the recordings, which a checkout does not undo"
     )  # fmt: skip
-    assert recorded_commit(entry(commit=first, python="3.11.7", date="2026-12-01"), {**now, "python": "3.12.1"}, folder) == (
+    upgraded = {**now, "python": "3.12.1"}
+    assert recorded_commit(entry(commit=first, python="3.11.7", date="2026-12-01"), upgraded, folder) == (
         "", "python 3.11.7 -> 3.12.1 since the recordings, which a checkout does not undo"
     )  # fmt: skip
     assert recorded_commit(entry(commit="ffffffffffff"), now, folder) == (
