@@ -15,7 +15,7 @@ from pathlib import Path
 
 # The sitting's words in a verdict's reason (pytest_accel/judgement/recorded.py).
 BESIDE = re.compile(
-    r"(confirmed beside commit \w+ in one sitting: [^;]*"
+    r"((?:confirmed|judged) beside commit \w+ in one sitting: [^;]*"
     r"|the recorded build, measured beside this one, read the same \(commit \w+\): [^:]*"
     r"|the recorded build beside this one could not tell[^;]*"
     r"|not measured beside [^;]*)"

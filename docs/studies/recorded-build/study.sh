@@ -4,6 +4,7 @@
 # against them, minutes and hours later. Usage, from the repository root:
 #   docs/studies/recorded-build/study.sh record OUT          # a clone in OUT/head, three recordings into OUT/bl
 #   docs/studies/recorded-build/study.sh run OUT N           # run N: unchanged, then planted (+10%)
+#   docs/studies/recorded-build/study.sh transient OUT N     # beside a perf job for the first 90 s: +25%, unchanged
 #   python docs/studies/recorded-build/counts.py OUT run1-unchanged run1-planted ...
 # The plant is a change to perf_tests/conftest.py in OUT/head's working tree (plant.py: spin_plant.py's fn
 # mode, 10% of each timed call), so the recorded build that the gate checks out beside it has none.
@@ -26,6 +27,26 @@ if [ "$what" = record ]; then
 fi
 n=${3:?give the run number}
 cd "$out/head"
+if [ "$what" = transient ]; then  # no calibration: the neighbour is the MMDiT tests, looping, for 90 s
+  for case in planted unchanged; do
+    git checkout -q perf_tests/conftest.py
+    [ "$case" = planted ] && sed -e "s|@QUIET_WAIT@|$here/../quiet-wait|" -e 's/"0.10"/"0.25"/' "$here/plant.py" \
+      >>perf_tests/conftest.py
+    ( end=$((SECONDS + 90))
+      while [ $SECONDS -lt $end ]; do
+        timeout $((end - SECONDS)) python -m pytest perf_tests/test_mmdit.py --device cpu -p no:cacheprovider \
+          --accel-baselines "$out/neighbour-bl" -q >>"$out/neighbour.log" 2>&1 || true
+      done ) &
+    neighbour=$!
+    sleep 5
+    date -u +"transient $n $case %FT%TZ" >>"$out/times"
+    PYTHONPATH="$out/head" python -m pytest "${select[@]}" --accel-json "$out/transient$n-$case.json" \
+      >"$out/transient$n-$case.log" 2>&1
+    wait "$neighbour"
+  done
+  git checkout -q perf_tests/conftest.py
+  exit 0
+fi
 git checkout -q perf_tests/conftest.py
 date -u +"run $n unchanged %FT%TZ" >>"$out/times"
 PYTHONPATH="$out/head" python -m pytest "${select[@]}" --accel-json "$out/run$n-unchanged.json" >"$out/run$n-unchanged.log" 2>&1
