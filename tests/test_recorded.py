@@ -49,8 +49,8 @@ def word(outcome: Outcome, ratio: float, low: float, high: float, pairs: int = 1
          f"; the recorded build, measured beside this one, read the same (commit {COMMIT}): +1.0%, unchanged after "
          "12 pairs: not the code: the host, or what no commit holds (a library), moved since the recordings"),
         (word(Outcome.IMPROVED, 0.90, 0.86, 0.94), Outcome.UNCHANGED,
-         f"; the recorded build, measured beside this one, read the same (commit {COMMIT}): -10.0%, improved after "
-         "12 pairs: not the code: the host, or what no commit holds (a library), moved since the recordings"),
+         f"; the recorded build, measured beside this one, read slower still (commit {COMMIT}): -10.0%, improved "
+         "after 12 pairs: not the code: the host, or what no commit holds (a library), moved since the recordings"),
         (word(Outcome.INCONCLUSIVE, 1.05, 0.97, 1.13, pairs=40), Outcome.NOISY,
          f"; the recorded build beside this one could not tell (commit {COMMIT}): +5.0%, inconclusive after 40 pairs;"
          " not judged"),

@@ -55,10 +55,6 @@ class RecordedWord:
     verdict: PairedVerdict | None = None  # this tree against the recorded build; None: no sitting's word
     seconds: float = 0.0  # what the sitting took (0: none was held)
 
-    def command(self, test: str) -> str:
-        """The sitting to run by hand."""
-        return f"pytest-accel ab --base {self.commit or '<recorded commit>'} -- {test}"
-
 
 def recorded_commit(entry: BaselineEntry, provenance: Mapping[str, str], rootdir: Path) -> tuple[str, str]:
     """The commit the baseline's newest recording measured, when it can be measured again as it was:
@@ -145,6 +141,7 @@ def _figures(verdict: PairedVerdict) -> str:
 
 
 _SAME = "the recorded build, measured beside this one, read the same"
+_SLOWER_STILL = "the recorded build, measured beside this one, read slower still"
 # Said of a figure the stored baseline read slower and its recorded build, beside it, did not (the summary counts
 # them). Not the code; what moved is the host, or what no commit holds and the provenance does not name.
 HOST_MOVED = "not the code: the host, or what no commit holds (a library), moved since the recordings"
@@ -184,7 +181,8 @@ def with_recorded_word(suspect: Verdict, word: RecordedWord, tolerance: float) -
             ratio=paired.ratio, low=paired.low, high=paired.high, normalized=suspect.normalized, detectable=tolerance,
         )  # fmt: skip
     if paired.outcome in (Outcome.UNCHANGED, Outcome.IMPROVED):
-        said = f"{_SAME} ({beside}): {word.detail}: {HOST_MOVED}"
+        read = _SAME if paired.outcome is Outcome.UNCHANGED else _SLOWER_STILL
+        said = f"{read} ({beside}): {word.detail}: {HOST_MOVED}"
         return replace(
             suspect, outcome=Outcome.UNCHANGED, reason=f"{suspect.reason}; {said}", detectable=tolerance, sight=None,
             abstention=None,
