@@ -166,16 +166,18 @@ def test_the_summary_of_an_improvement_and_an_abstention_says_what_to_do() -> No
 
 
 def test_a_figure_the_stored_baseline_left_unjudged_and_its_sitting_judged_says_it_was_judged_there() -> None:
-    """Flash prefill +10% planted, its state probes beyond the recordings' (docs/studies/recorded-build)."""
+    """A +10% the stored comparison left unjudged (the state probes beyond the recordings') and its sitting
+    judged: math prefill, an hour after the recordings (docs/studies/recorded-build, run 2); shown here
+    under the file's one test name."""
     beside = RecordedWord(
-        "cbd273b25879", "+10.2% ...", PairedVerdict(Outcome.REGRESSED, 3, 1.102, 1.035, 1.174, "slower, beyond ...")
+        "cbd273b25879", "+10.4% ...", PairedVerdict(Outcome.REGRESSED, 3, 1.104, 1.082, 1.127, "slower, beyond ...")
     )
-    judged = Verdict(Outcome.REGRESSED, "time", "the machine is in a state ...; judged beside ...", 1.102, 1.035, 1.174)
+    judged = Verdict(Outcome.REGRESSED, "time", "the machine is in a state ...; judged beside ...", 1.104, 1.082, 1.127)
     gate = GateResult(judged, None, (NOW,), tolerance=0.05, recorded=beside, judged_beside=True)
     assert failure_lines(TEST, gate, ENTRY, "regressed", {"torch": "2.13.0+cpu"}) == [
-        "perf regressed: test_attention_forward[sdpa-flash-sd3-256px-b2]: time +10.2% [+3.5% .. +17.4%]",
+        "perf regressed: test_attention_forward[sdpa-flash-sd3-256px-b2]: time +10.4% [+8.2% .. +12.7%]",
         f"  beyond the 5% tolerance: 90.5 -> 71.2 sequences/s on {KEY}",
-        "  judged: commit cbd273b25879 beside this tree: +10.2% [+3.5% .. +17.4%], 3 pairs",
+        "  judged: commit cbd273b25879 beside this tree: +10.4% [+8.2% .. +12.7%], 3 pairs",
         "  baseline: commit 612bd91a0c3e, 2026-12-02, 3 recordings, torch 2.13.0+cpu",
     ]
 
