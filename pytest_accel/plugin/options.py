@@ -408,7 +408,7 @@ class AccelOptions:
         "re-measure a confirmed regression once more in a fresh pytest process before failing (true/false)",
         child=False,
     ))  # fmt: skip
-    # a confirmed regression measured beside its recorded build: the sitting's budget
+    # suspects measured beside their recorded build: the run's budget for those sittings
     recorded_minutes: float = field(metadata=_ini(
         "accel_recorded_minutes", "20", _at_least_zero,
         "minutes a run may spend in all measuring suspects beside the build their baseline recorded (an ab sitting "
