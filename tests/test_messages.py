@@ -21,7 +21,7 @@ from pytest_accel.judgement.paired import PairedVerdict
 from pytest_accel.judgement.recorded import RecordedWord
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.structures import StructureVerdict, structure_failure
-from pytest_accel.judgement.verdict import RECORD, Observation, VerdictPolicy, VerdictRecord, judge_time
+from pytest_accel.judgement.verdict import RECORD, BesideRecorded, Observation, VerdictPolicy, VerdictRecord, judge_time
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.outputs.terminal import sittings_line, verdict_summary
 
@@ -204,7 +204,9 @@ def test_the_summary_names_a_figure_its_recorded_build_read_the_same_and_asks_to
         "(within ±5%): not the code: the host, or what no commit holds (a library), moved since the recordings"
     )
     moved = Verdict(Outcome.UNCHANGED, "time", reason, 1.158, 1.051, 1.228, detectable=0.05)
-    records = [_named("test_attention_forward[sdpa-math-llama70b-decode-kv384]", moved)]
+    sitting = BesideRecorded("cbd273b25879", Outcome.UNCHANGED, "+0.1% [-3.5% .. +3.8%], unchanged after 30 pairs")
+    record = _named("test_attention_forward[sdpa-math-llama70b-decode-kv384]", moved)
+    records = [replace(record, verdict=VerdictRecord(moved, beside_recorded=sitting))]
     assert verdict_summary(records, f"{KEY}/smoke", updating=False) == [
         "accel: 1 unchanged",
         "accel: 1 slower than the stored figure, not than the recorded build beside it: not the code",

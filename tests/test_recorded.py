@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from support import commit, git
 
+from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.conclusion import GateResult
@@ -26,7 +27,9 @@ from pytest_accel.judgement.recorded import (
     with_recorded_word,
     worth_a_sitting,
 )
+from pytest_accel.judgement.verdict import BesideRecorded, VerdictRecord
 
+ONE = (Measurement("throughput", 1.0, (0.01,) * 5),)  # what a gate judged: one measurement, no re-measurement
 SUSPECT = Verdict(Outcome.REGRESSED, "time", "slower: +9.0% [+5.1% .. +13.0%]", ratio=1.09, low=1.051, high=1.13)
 COMMIT = "0123456789ab"
 
@@ -96,6 +99,36 @@ def test_a_figure_the_stored_baseline_left_unjudged_takes_the_sittings_figures()
     untold = with_recorded_word(UNJUDGED, word(Outcome.INCONCLUSIVE, 1.04, 0.96, 1.12, pairs=40), 0.05)
     assert untold.outcome is Outcome.NOISY and untold.abstention is not None
     assert untold.abstention.why == "the recorded build beside this one could not tell"
+
+
+def test_the_record_keeps_what_the_sitting_said_and_knows_when_the_host_moved() -> None:
+    """Reports (``--accel-json``, the summary) read the sitting from the record, not from its reason's words."""
+    same = word(Outcome.UNCHANGED, 1.01, 0.98, 1.04)
+    gate = GateResult(with_recorded_word(SUSPECT, same, 0.05), None, ONE, recorded=same)
+    record = gate.record
+    assert record.beside_recorded == BesideRecorded(COMMIT, Outcome.UNCHANGED, "+1.0%, unchanged after 12 pairs")
+    assert record.host_moved
+    assert VerdictRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+    sat = GateResult(SUSPECT, None, ONE, recorded=replace(same, seconds=93.0)).record
+    assert sat.beside_recorded is not None and sat.beside_recorded.minutes == 1.55
+    assert not sat.host_moved  # still regressed: it did not pass
+    none_held = GateResult(SUSPECT, None, ONE, recorded=RecordedWord("", "recorded with local changes")).record
+    assert none_held.beside_recorded == BesideRecorded("", None, "recorded with local changes")
+    assert not none_held.host_moved and GateResult(SUSPECT, None, ONE).record.beside_recorded is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("said", "worse", "beside_recorded: unknown 'said' 'worse'"),
+        ("minutes", -1, "beside_recorded: 'minutes' must be a number >= 0, got -1"),
+        ("commit", None, "beside_recorded: 'commit' and 'detail' must be strings"),
+    ],
+)
+def test_a_bad_sitting_in_a_result_file_is_named(field: str, value: object, error: str) -> None:
+    record = GateResult(SUSPECT, None, ONE, recorded=word(Outcome.UNCHANGED, 1.01, 0.98, 1.04)).record.to_dict()
+    with pytest.raises(ValueError, match=error):
+        VerdictRecord.from_dict({**record, "beside_recorded": {**record["beside_recorded"], field: value}})
 
 
 @pytest.mark.parametrize(
@@ -236,6 +269,8 @@ def test_drift_since_the_recordings_is_not_a_regression_and_a_slower_tree_is(rec
         f"(commit {first}): " in time["reason"]
         and "not the code: the host, or what no commit holds (a library), moved since the recordings" in time["reason"]
     )
+    beside = row["verdict"]["beside_recorded"]
+    assert (beside["commit"], beside["said"]) == (first, "unchanged") and beside["minutes"] > 0
     # The tree made 3x slower (uncommitted): the sitting confirms it, and the failure says so.
     (folder / "kernel.py").write_text(KERNEL.format(slow=3))
     done = pytest_in(folder, "--accel-json", "slower.json")

@@ -40,7 +40,8 @@ class GateResult:
     @property
     def record(self) -> VerdictRecord:
         """The typed verdict reports carry."""
-        return VerdictRecord(self.time, self.memory, len(self.measurements) - 1)
+        beside = None if self.recorded is None else self.recorded.kept()
+        return VerdictRecord(self.time, self.memory, len(self.measurements) - 1, beside_recorded=beside)
 
     @property
     def outcome(self) -> Outcome:

@@ -35,10 +35,11 @@ from pytest_accel.engine.processes import GitError, git, run_child
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.confirm import ChildSettings
 from pytest_accel.judgement.paired import PairedVerdict
+from pytest_accel.judgement.verdict import BesideRecorded
 from pytest_accel.storage.files import StoreError, read_document
 
 __all__ = [
-    "HOST_MOVED", "RecordedWord", "measure_beside_recorded", "recorded_commit", "with_recorded_word", "worth_a_sitting",
+    "RecordedWord", "measure_beside_recorded", "recorded_commit", "with_recorded_word", "worth_a_sitting",
 ]  # fmt: skip
 
 # Beyond the sitting's own budget: the worktree's checkout, the workers' imports, the last pair.
@@ -54,6 +55,11 @@ class RecordedWord:
     detail: str  # the sitting's figures, or why there was no sitting
     verdict: PairedVerdict | None = None  # this tree against the recorded build; None: no sitting's word
     seconds: float = 0.0  # what the sitting took (0: none was held)
+
+    def kept(self) -> BesideRecorded:
+        """What reports keep of this word (``VerdictRecord.beside_recorded``)."""
+        said = None if self.verdict is None else self.verdict.outcome
+        return BesideRecorded(self.commit, said, self.detail, self.seconds / 60)
 
 
 def recorded_commit(entry: BaselineEntry, provenance: Mapping[str, str], rootdir: Path) -> tuple[str, str]:
@@ -142,9 +148,10 @@ def _figures(verdict: PairedVerdict) -> str:
 
 _SAME = "the recorded build, measured beside this one, read the same"
 _SLOWER_STILL = "the recorded build, measured beside this one, read slower still"
-# Said of a figure the stored baseline read slower and its recorded build, beside it, did not (the summary counts
-# them). Not the code; what moved is the host, or what no commit holds and the provenance does not name.
-HOST_MOVED = "not the code: the host, or what no commit holds (a library), moved since the recordings"
+# Said of a figure the stored baseline read slower and its recorded build, beside it, did not (reports find them
+# by VerdictRecord.host_moved). Not the code; what moved is the host, or what no commit holds and the provenance
+# does not name.
+_HOST_MOVED = "not the code: the host, or what no commit holds (a library), moved since the recordings"
 _UNTOLD = "the recorded build beside this one could not tell"
 
 
@@ -182,7 +189,7 @@ def with_recorded_word(suspect: Verdict, word: RecordedWord, tolerance: float) -
         )  # fmt: skip
     if paired.outcome in (Outcome.UNCHANGED, Outcome.IMPROVED):
         read = _SAME if paired.outcome is Outcome.UNCHANGED else _SLOWER_STILL
-        said = f"{read} ({beside}): {word.detail}: {HOST_MOVED}"
+        said = f"{read} ({beside}): {word.detail}: {_HOST_MOVED}"
         return replace(
             suspect, outcome=Outcome.UNCHANGED, reason=f"{suspect.reason}; {said}", detectable=tolerance, sight=None,
             abstention=None,

@@ -73,6 +73,7 @@ from pytest_accel.judgement.structures import StructureVerdict
 
 __all__ = [
     "CALIBRATED",
+    "BesideRecorded",
     "Observation",
     "Outcome",
     "StateShift",
@@ -122,6 +123,39 @@ class Observation:
 
 @final
 @dataclass(frozen=True)
+class BesideRecorded:
+    """What a sitting of a figure's recorded build beside this tree said (judgement/recorded.py), as reports
+    keep it; ``said`` None: no word (no sitting was held, or it gave no answer), ``detail`` says why."""
+
+    commit: str  # the recorded build's commit; empty when the baseline names none that can be checked out
+    said: Outcome | None  # this tree against the recorded build, measured in one sitting
+    detail: str  # the sitting's figures, or why it gave no word
+    minutes: float = 0.0  # what the sitting took
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, as stored under each verdict's ``beside_recorded``."""
+        said = None if self.said is None else self.said.value
+        return {"commit": self.commit, "said": said, "detail": self.detail, "minutes": round(self.minutes, 2)}
+
+    @classmethod
+    def from_dict(cls, data: object) -> BesideRecorded:
+        """Inverse of ``to_dict``; raises ``ValueError`` naming the bad field."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"beside_recorded: expected an object, got {type(data).__name__}")
+        commit, said, detail, minutes = (data.get(key) for key in ("commit", "said", "detail", "minutes"))
+        if not isinstance(commit, str) or not isinstance(detail, str):
+            raise ValueError("beside_recorded: 'commit' and 'detail' must be strings")
+        if isinstance(minutes, bool) or not isinstance(minutes, int | float) or not minutes >= 0:
+            raise ValueError(f"beside_recorded: 'minutes' must be a number >= 0, got {minutes!r}")
+        try:
+            outcome = None if said is None else Outcome(said)
+        except ValueError:
+            raise ValueError(f"beside_recorded: unknown 'said' {said!r}") from None
+        return cls(commit, outcome, detail, float(minutes))
+
+
+@final
+@dataclass(frozen=True)
 class VerdictRecord:
     """One measurement's verdict as reports see it: time, memory (when known), re-measurements taken,
     for a confirmed regression the lines that say which operators changed (core/operator_table.py), and
@@ -132,6 +166,14 @@ class VerdictRecord:
     remeasurements: int = 0
     operators: tuple[str, ...] = ()
     structure: StructureVerdict | None = None
+    beside_recorded: BesideRecorded | None = None  # the recorded build's sitting, when a suspect asked for one
+
+    @property
+    def host_moved(self) -> bool:
+        """Read slower than its stored figure and passed: its recorded build, measured beside it, read the same
+        (or slower). Not the code: the host, or what no commit holds (a library), moved since the recordings."""
+        said = None if self.beside_recorded is None else self.beside_recorded.said
+        return self.time.outcome is Outcome.UNCHANGED and said in (Outcome.UNCHANGED, Outcome.IMPROVED)
 
     @property
     def outcome(self) -> Outcome:
@@ -151,6 +193,7 @@ class VerdictRecord:
             "remeasurements": self.remeasurements,
             "operators": list(self.operators),
             "structure": None if self.structure is None else self.structure.to_dict(),
+            "beside_recorded": None if self.beside_recorded is None else self.beside_recorded.to_dict(),
         }
 
     @classmethod
@@ -165,13 +208,14 @@ class VerdictRecord:
         operators = data.get("operators", [])
         if not isinstance(operators, list) or not all(isinstance(line, str) for line in operators):
             raise ValueError(f"verdict: 'operators' must be a list of strings, got {type(operators).__name__}")
-        structure = data.get("structure")
+        structure, beside = data.get("structure"), data.get("beside_recorded")
         return cls(
             Verdict.from_dict(data.get("time"), "time"),
             None if memory is None else Verdict.from_dict(memory, "memory"),
             remeasurements,
             tuple(operators),
             None if structure is None else StructureVerdict.from_dict(structure),
+            None if beside is None else BesideRecorded.from_dict(beside),
         )
 
 

@@ -11,7 +11,7 @@ from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
 from pytest_accel.judgement.drift import MIN_NIGHTS, UNSETTLED, NightDrift
 from pytest_accel.judgement.gate import NO_BASELINE, Waited
-from pytest_accel.judgement.recorded import HOST_MOVED, RecordedWord
+from pytest_accel.judgement.recorded import RecordedWord
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
 
@@ -98,10 +98,7 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
 def _moved_lines(records: Sequence[Recorded]) -> list[str]:
     """The figures the stored baseline read slower and their recorded build, measured beside them, did not:
     not the code; the host (which the baseline should learn) or what no commit holds moved."""
-    moved = [
-        r for r in records if r.verdict is not None and r.verdict.time.outcome is Outcome.UNCHANGED
-        and HOST_MOVED in r.verdict.time.reason
-    ]  # fmt: skip
+    moved = [r for r in records if r.verdict is not None and r.verdict.host_moved]
     if not moved:
         return []
     names = short_names([display_name(r.test, r.measurement.name) for r in moved])

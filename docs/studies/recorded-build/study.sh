@@ -5,7 +5,9 @@
 #   docs/studies/recorded-build/study.sh record OUT          # a clone in OUT/head, three recordings into OUT/bl
 #   docs/studies/recorded-build/study.sh run OUT N           # run N: unchanged, then planted (+10%)
 #   docs/studies/recorded-build/study.sh transient OUT N     # beside a perf job for the first 90 s: +25%, unchanged
+#   docs/studies/recorded-build/study.sh calibrated OUT N    # calibrate once, then beside the standard neighbour
 #   python docs/studies/recorded-build/counts.py OUT run1-unchanged run1-planted ...
+# SCOPE=suite (record, run): the README's whole suite, `pytest perf_tests --device cpu`, instead of the 8 tests.
 # The plant is a change to perf_tests/conftest.py in OUT/head's working tree (plant.py: spin_plant.py's fn
 # mode, 10% of each timed call), so the recorded build that the gate checks out beside it has none.
 set -uo pipefail
@@ -14,8 +16,9 @@ out=${2:?give a folder}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-select=(perf_tests/test_attention.py -k "test_attention_forward and sdpa and not backward" --device cpu
-        -p no:cacheprovider --accel-baselines "$out/bl")
+tests=(perf_tests/test_attention.py -k "test_attention_forward and sdpa and not backward")
+[ "${SCOPE:-sdpa}" = suite ] && tests=(perf_tests)
+select=("${tests[@]}" --device cpu -p no:cacheprovider --accel-baselines "$out/bl")
 if [ "$what" = record ]; then
   git clone -q "$(git rev-parse --show-toplevel)" "$out/head"
   cd "$out/head"
@@ -43,6 +46,30 @@ if [ "$what" = transient ]; then  # no calibration: the neighbour is the MMDiT t
     PYTHONPATH="$out/head" python -m pytest "${select[@]}" --accel-json "$out/transient$n-$case.json" \
       >"$out/transient$n-$case.log" 2>&1
     wait "$neighbour"
+  done
+  git checkout -q perf_tests/conftest.py
+  exit 0
+fi
+if [ "$what" = calibrated ]; then  # the standard neighbour: a second copy of the same tests, looping
+  if [ ! -e "$out/calibrate.log" ]; then
+    date -u +"calibrate %FT%TZ" >>"$out/times"
+    PYTHONPATH="$out/head" python -m pytest "${select[@]}" --accel-calibrate >"$out/calibrate.log" 2>&1
+  fi
+  for case in unchanged planted; do
+    git checkout -q perf_tests/conftest.py
+    [ "$case" = planted ] && sed "s|@QUIET_WAIT@|$here/../quiet-wait|" "$here/plant.py" >>perf_tests/conftest.py
+    rm -f "$out/stop"
+    ( while [ ! -e "$out/stop" ]; do
+        PYTHONPATH="$out/head" python -m pytest "${tests[@]}" --device cpu -p no:cacheprovider \
+          --accel-baselines "$out/neighbour-bl" -q \
+          >>"$out/neighbour.log" 2>&1 || true
+      done ) &
+    sleep 20
+    date -u +"calibrated $n $case %FT%TZ" >>"$out/times"
+    PYTHONPATH="$out/head" python -m pytest "${select[@]}" --accel-json "$out/calibrated$n-$case.json" \
+      >"$out/calibrated$n-$case.log" 2>&1
+    touch "$out/stop"
+    wait
   done
   git checkout -q perf_tests/conftest.py
   exit 0
