@@ -315,17 +315,22 @@ def test_what_ran_is_one_line_when_the_operator_diff_already_names_the_change() 
         "  aten::_softmax: new 1.69 ms (1 call)",
     ]
     assert in_one_line(diff) == (
-        "operators (+3.55 ms per call): aten::_scaled_do…ttention_for_cpu: 4.67 ms (1 call) -> gone; 2 more (-v)"
+        "operators (+3.55 ms per call): aten::…product_flash_attention_for_cpu: 4.67 ms (1 call) -> gone; 2 more (-v)"
     )
-    # The largest change is named even when it and the count of the others pass the width.
+    # Where the line has room, the largest change keeps its operator's whole name.
+    assert in_one_line(diff[:2]) == (
+        "operators (+3.55 ms per call): aten::_scaled_dot_product_flash_attention_for_cpu: 4.67 ms (1 call) -> gone"
+    )
+    # The largest change is named even when it and the count of the others pass the width; a name too
+    # long for the line keeps its namespace and its last words, where a family's kernels differ.
     longer = [
         "operators (host self time per call, 10 and 10 calls profiled): total 2.63 ms -> 8.15 ms (+5.52 ms)",
         "  aten::_scaled_dot_product_flash_attention_for_cpu: 2.6 ms -> 7.99 ms (+5.39 ms, calls 1 -> 3)",
         "  aten::empty: 30 us -> 160 us (+130 us, calls 3 -> 9)",
     ]
     assert in_one_line(longer) == (
-        "operators (+5.52 ms per call): aten::_scaled_do…ttention_for_cpu: 2.6 ms -> 7.99 ms (+5.39 ms, calls 1 -> 3); "
-        "1 more (-v)"
+        "operators (+5.52 ms per call): aten::…product_flash_attention_for_cpu: 2.6 ms -> 7.99 ms (+5.39 ms, "
+        "calls 1 -> 3); 1 more (-v)"
     )
     nothing = ["operators (host self time per call, 10 and 10 calls profiled): total 6.1 ms -> 6.12 ms (+20 us)",
                f"  {NOTHING_MOVED}"]  # fmt: skip

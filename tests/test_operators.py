@@ -16,7 +16,7 @@ from support import FAST_OPTIONS, STEADINESS_UNJUDGED
 
 from pytest_accel.commands.cli import main
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.operator_table import STORED_OPERATORS, OperatorProfile, OperatorRow, explain
+from pytest_accel.core.operator_table import STORED_OPERATORS, OperatorProfile, OperatorRow, explain, in_one_line
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.validation import Invalid
 from pytest_accel.engine.devices import make_device
@@ -163,6 +163,24 @@ def test_many_changes_are_cut_to_the_largest() -> None:
     assert lines[1] == "  op11: new 111 us (1 call)" and lines[-1] == "  ... 4 smaller change(s)"
 
 
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        # A family's kernels share the start of their names: the end, which tells them apart, is kept.
+        ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::…product_flash_attention_for_cpu"),
+        ("aten::_scaled_dot_product_flash_attention_for_cpu_backward", "aten::…flash_attention_for_cpu_backward"),
+        ("aten::_scaled_dot_product_efficient_attention", "aten::…dot_product_efficient_attention"),
+        ("aten::convolution_backward_overrideable", "aten::convolution_backward_overrideable"),  # fits: whole
+        # One long word: the end alone would say too little, so the middle is cut.
+        ("aten::averyveryveryveryveryverylongname_x", "aten::averyveryvery…yveryverylongname_x"),
+    ],
+)
+def test_a_long_operator_name_in_one_line_keeps_what_tells_kernels_apart(name: str, shown: str) -> None:
+    lines = ["operators (host self time per call): total 1 ms -> 9 ms (+8 ms)", "  aten::mm: new 9 ms",
+             f"  {name}: 1 ms -> gone"]  # fmt: skip
+    assert in_one_line(lines) == f"operators (+8 ms per call): aten::mm: new 9 ms; {shown}: 1 ms -> gone"
+
+
 # --- where tables are kept ------------------------------------------------------------------------
 
 
@@ -273,7 +291,7 @@ def test_a_kernel_run_three_times_fails_naming_the_operator_that_grew(
     result.stdout.fnmatch_lines(
         [
             "*perf regressed: test_attention: time +*",
-            "*operators (+* per call): aten::_scaled_do…ttention_for_cpu: * -> * (+*, calls 1 -> 3)*",
+            "*operators (+* per call): aten::*flash_attention_for_cpu: * -> * (+*, calls 1 -> 3)*",
         ]
     )
     result.stdout.fnmatch_lines(

@@ -331,21 +331,44 @@ def in_one_line(lines: Sequence[str], width: int = 118) -> str:
     notes = [few for row in rows for start, few in _IN_FEW_WORDS.items() if row.strip().startswith(start)]
     if notes:
         return f"{head} {notes[0]} (-v)"
-    changes = [_short_operator(row.strip()) for row in rows if not row.strip().startswith("... ")]
-    return joined_to_fit(head, changes, width, unlisted=sum(_smaller(row) for row in rows))
+    changes = [row.strip() for row in rows if not row.strip().startswith("... ")]
+    unlisted = sum(_smaller(row) for row in rows)
+    others = len(changes) - 1 + unlisted
+    counted = f"; {others} more (-v)" if others else ""
+    if changes and len(f"{head} {changes[0]}{counted}") > width:  # the largest change's full name, where it fits
+        changes[0] = _short_operator(changes[0])
+    changes[1:] = [_short_operator(row) for row in changes[1:]]
+    return joined_to_fit(head, changes, width, unlisted=unlisted)
 
 
-# An operator's name in the one-line diff: its start and end, as long as it is kept.
-_SHORT_NAME = 34
+# An operator's name in the one-line diff, at most this long once shortened.
+_SHORT_NAME = 40
 
 
 def _short_operator(row: str) -> str:
-    """A diff row with a long operator name cut in its middle (``aten::_scaled_dot_pro…ention_for_cpu``)."""
+    """A diff row with a long operator name shortened to its namespace and its last whole words.
+
+    A family of kernels shares the start of its names and differs at the end
+    (``aten::_scaled_dot_product_flash_attention_for_cpu``, ``..._efficient_attention``), so the start
+    is what is dropped: ``aten::…product_flash_attention_for_cpu``. A name whose last words keep less
+    than half of the room (one long word) is cut in its middle instead.
+    """
     name, sep, rest = row.partition(": ")
     if not sep or len(name) <= _SHORT_NAME:
         return row
-    keep = (_SHORT_NAME - 1) // 2
-    return f"{name[:keep]}…{name[-keep:]}{sep}{rest}"
+    space, colons, body = name.rpartition("::")
+    start = f"{space}{colons}…"
+    words = body.split("_")
+    tail = ""
+    for first in range(len(words) - 1, 0, -1):  # never all of them: something is dropped
+        candidate = "_".join(words[first:])
+        if len(start) + len(candidate) > _SHORT_NAME:
+            break
+        tail = candidate
+    if len(tail) < _SHORT_NAME // 2:
+        keep = (_SHORT_NAME - 1) // 2
+        return f"{name[:keep]}…{name[-keep:]}{sep}{rest}"
+    return f"{start}{tail}{sep}{rest}"
 
 
 def _smaller(row: str) -> int:
