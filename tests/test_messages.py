@@ -216,6 +216,40 @@ def test_the_summary_names_a_figure_its_recorded_build_read_the_same_and_asks_to
     ]
 
 
+def test_a_figure_whose_recorded_build_read_the_same_while_other_operators_ran_is_not_called_the_host() -> None:
+    """The flash -> math switch by an environment variable: both builds beside each other run math, so the
+    sitting reads the same; but a host does not change what runs, so the summary does not ask to record
+    again (docs/examples/operator-diff, 2026-12-05: +43.2% and the structure changed)."""
+    moved = Verdict(Outcome.UNCHANGED, "time", "...: not the code: ...", 1.432, 1.35, 1.52, detectable=0.05)
+    sitting = BesideRecorded("1d2dc2f0a1b2", Outcome.UNCHANGED, "+0.4% [-2.0% .. +2.9%], unchanged after 6 pairs")
+    ran = StructureVerdict(Outcome.CHANGED, ("aten::_scaled_dot_product_flash_attention_for_cpu gone",))
+    drifted = _named("test_attention_forward[sdpa-math-llama70b-decode-kv384]", moved)
+    switched = _named("test_attention_block", moved)
+    records = [
+        replace(drifted, verdict=VerdictRecord(moved, beside_recorded=sitting)),
+        replace(switched, verdict=VerdictRecord(moved, beside_recorded=sitting, structure=ran)),
+    ]
+    changed = "accel: what ran: 1 changed (a different set of operations ran: see the failures or warnings above)"
+    assert verdict_summary(records, f"{KEY}/smoke", updating=False) == [
+        "accel: 1 regressed: slower (or fatter) than the baseline, confirmed by re-measurement: see the failures above",
+        "accel: 1 unchanged",
+        "accel: 2 slower than the stored figure, not than the recorded build beside it: not the code",
+        "accel:   the host or a library moved since the recordings; if the host, record again (--accel-update):",
+        "accel:     test_attention_forward[sdpa-math-llama70b-decode-kv384]  +43.2%",
+        "accel:   other operators ran than at the recordings, so not the host: the environment (a variable,",
+        "accel:   a plugin, a library) changed; see what ran, above:",
+        "accel:     test_attention_block  +43.2%",
+        "accel: 2 of 2 judged figures could see a 10% slowdown",
+        changed,
+    ]
+    assert verdict_summary(records[1:], f"{KEY}/smoke", updating=False)[1:5] == [
+        "accel: 1 slower than the stored figure, not than the recorded build beside it: not the code",
+        "accel:   other operators ran than at the recordings, so not the host: the environment (a variable,",
+        "accel:   a plugin, a library) changed; see what ran, above:",
+        "accel:     test_attention_block  +43.2%",
+    ]
+
+
 # The state of a quiet recording, and the figures of a +10% slowdown beside an uncalibrated second copy of
 # the suite (2-core Intel VM, 2026-12-02: 9 of 12 noisy, 2 of them after two suspects were refuted).
 QUIET = {"compute": 1.00e-3, "memory": 3.00e-3, "latency": 1.00e-3, FOREIGN_CPU: 0.0}

@@ -97,20 +97,38 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
 
 def _moved_lines(records: Sequence[Recorded]) -> list[str]:
     """The figures the stored baseline read slower and their recorded build, measured beside them, did not:
-    not the code; the host (which the baseline should learn) or what no commit holds moved."""
+    not the code; the host (which the baseline should learn) or what no commit holds moved. Where other
+    operators ran than at the recordings, not the host: a host does not change what runs, so recording
+    again would bury a change of the environment (a variable, a plugin, a library)."""
     moved = [r for r in records if r.verdict is not None and r.verdict.host_moved]
     if not moved:
         return []
     names = short_names([display_name(r.test, r.measurement.name) for r in moved])
-    lines = [
-        f"accel: {len(moved)} slower than the stored figure, not than the recorded build beside it: not the code",
-        "accel:   the host or a library moved since the recordings; if the host, record again (--accel-update):",
-    ]
-    for record, name in zip(moved, names, strict=True):
-        assert record.verdict is not None
-        ratio = record.verdict.time.ratio
-        lines.append(f"accel:     {name}" + ("" if ratio is None else f"  {format_percent_change(ratio)}"))
+    rows = [(_ran_other(r.verdict), _moved_row(name, r.verdict)) for r, name in zip(moved, names, strict=True)]
+    lines = [f"accel: {len(moved)} slower than the stored figure, not than the recorded build beside it: not the code"]
+    if host := [row for ran_other, row in rows if not ran_other]:
+        lines += [_HOST_OR_LIBRARY, *host]
+    if other := [row for ran_other, row in rows if ran_other]:
+        lines += [
+            "accel:   other operators ran than at the recordings, so not the host: the environment (a variable,",
+            "accel:   a plugin, a library) changed; see what ran, above:",
+            *other,
+        ]
     return lines
+
+
+_HOST_OR_LIBRARY = (
+    "accel:   the host or a library moved since the recordings; if the host, record again (--accel-update):"
+)
+
+
+def _ran_other(verdict: VerdictRecord | None) -> bool:
+    return verdict is not None and verdict.structure is not None and verdict.structure.outcome is Outcome.CHANGED
+
+
+def _moved_row(name: str, verdict: VerdictRecord | None) -> str:
+    ratio = None if verdict is None else verdict.time.ratio
+    return f"accel:     {name}" + ("" if ratio is None else f"  {format_percent_change(ratio)}")
 
 
 # Rows of unjudged figures the summary prints; the rest are counted (every reason is in --accel-json).
