@@ -2,7 +2,8 @@
 # The recorded build beside a run: three recordings of the 8 forward SDPA tests from a clean clone of the
 # commit under study, then runs (unchanged code, then an exact +10% planted in the working tree) judged
 # against them, minutes and hours later. Usage, from the repository root:
-#   docs/studies/recorded-build/study.sh record OUT          # a clone in OUT/head, three recordings into OUT/bl
+#   docs/studies/recorded-build/study.sh record OUT [I]      # a clone in OUT/head, three recordings into OUT/bl
+#                                                            # (I: recording I alone, to space them out)
 #   docs/studies/recorded-build/study.sh run OUT N           # run N: unchanged, then planted (+10%)
 #   docs/studies/recorded-build/study.sh transient OUT N     # beside a perf job for the first 90 s: +25%, unchanged
 #   docs/studies/recorded-build/study.sh calibrated OUT N    # calibrate twice, then beside the standard neighbour
@@ -19,10 +20,10 @@ out=$(cd "$out" && pwd)
 tests=(perf_tests/test_attention.py -k "test_attention_forward and sdpa and not backward")
 [ "${SCOPE:-sdpa}" = suite ] && tests=(perf_tests)
 select=("${tests[@]}" --device cpu -p no:cacheprovider --accel-baselines "$out/bl")
-if [ "$what" = record ]; then
-  git clone -q "$(git rev-parse --show-toplevel)" "$out/head"
+if [ "$what" = record ]; then  # a third argument: that recording alone (spaced recordings: 1, later 2, later 3)
+  [ -d "$out/head" ] || git clone -q "$(git rev-parse --show-toplevel)" "$out/head"
   cd "$out/head"
-  for i in 1 2 3; do
+  for i in ${3:-1 2 3}; do
     date -u +"record $i %FT%TZ $(git rev-parse --short=12 HEAD)" >>"$out/times"
     PYTHONPATH="$out/head" python -m pytest "${select[@]}" --accel-update >"$out/record$i.log" 2>&1
   done
