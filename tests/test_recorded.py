@@ -271,11 +271,17 @@ def test_drift_since_the_recordings_is_not_a_regression_and_a_slower_tree_is(rec
     )
     beside = row["verdict"]["beside_recorded"]
     assert (beside["commit"], beside["said"]) == (first, "unchanged") and beside["minutes"] > 0
-    # The tree made 3x slower (uncommitted): the sitting confirms it, and the failure says so.
+    # The tree made 3x slower (uncommitted): the sitting confirms it, and the failure says so. On a busy host
+    # (CI runs the slow set beside the other checks) the stored comparison may leave it unjudged, for the
+    # neighbour, and the sitting judges it: "judged", not "recorded build" and "confirmed".
     (folder / "kernel.py").write_text(KERNEL.format(slow=3))
     done = pytest_in(folder, "--accel-json", "slower.json")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert f"  recorded build: commit {first} beside this tree: +" in done.stdout
+    said = {
+        word for word in ("recorded build", "judged") if f"  {word}: commit {first} beside this tree: +" in done.stdout
+    }
+    assert len(said) == 1, done.stdout
     (row,) = json.loads((folder / "slower.json").read_text())["results"]
-    assert f"; confirmed beside commit {first} in one sitting: +" in row["verdict"]["time"]["reason"]
+    how = "confirmed" if said == {"recorded build"} else "judged"
+    assert f"; {how} beside commit {first} in one sitting: +" in row["verdict"]["time"]["reason"]
     assert len(git(folder, "worktree", "list").splitlines()) == 1  # the sitting's worktree is gone
