@@ -314,7 +314,9 @@ class Check:
             log=log,
         )
         text = log.read_text() if log.exists() else ""
-        diff = [line.strip() for line in text.splitlines() if line.startswith("    ") and ": " in line][:12]
+        # The failure's one operator line (its largest change first), then any rows of the whole diff (-v).
+        diff = [line.strip() for line in text.splitlines() if "operators (" in line][:1]
+        diff += [line.strip() for line in text.splitlines() if line.startswith("    ") and ": " in line][:12]
         stored = sorted((self.scratch / "operator-baselines").glob("*/*.json"))
         table = json.loads(stored[0].read_text()) if stored else {}
         entry = next(iter(next(iter(table.get("entries", {}).values()), {}).values()), {})
@@ -325,7 +327,7 @@ class Check:
             "switched_returncode": switched["returncode"],
             "regressed": "perf regressed" in text,
             "names_the_flash_operator_gone": any("flash" in line and "gone" in line for line in diff),
-            "diff": [line.strip() for line in text.splitlines() if "operators (" in line][:1] + diff,
+            "diff": diff,
             "traces": sorted(str(p) for p in (self.scratch / "traces").glob("*")),
         }
 
