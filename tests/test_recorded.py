@@ -259,18 +259,23 @@ def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str
 def test_drift_since_the_recordings_is_not_a_regression_and_a_slower_tree_is(recorded: tuple[Path, str]) -> None:
     folder, first = recorded
     # Unchanged code on a host now slower than at the recordings: the stored figure reads about 2x slower,
-    # a fresh process agrees, and the recorded commit measured beside the tree reads the same.
+    # a fresh process agrees, and the recorded commit measured beside the tree reads the same. The build
+    # passes. On a busy host (CI runs the slow set beside the other checks) the sitting's 3 minutes may
+    # not settle two identical builds: then it says it could not tell, and the figure is not judged.
     done = pytest_in(folder, "--accel-json", "drift.json")
     assert done.returncode == 0, done.stdout + done.stderr
     (row,) = json.loads((folder / "drift.json").read_text())["results"]
-    time = row["verdict"]["time"]
-    assert time["outcome"] == "unchanged" and time["ratio"] > 1.5
-    assert (
-        f"(commit {first}): " in time["reason"]
-        and "not the code: the host, or what no commit holds (a library), moved since the recordings" in time["reason"]
-    )
-    beside = row["verdict"]["beside_recorded"]
-    assert (beside["commit"], beside["said"]) == (first, "unchanged") and beside["minutes"] > 0
+    time, beside = row["verdict"]["time"], row["verdict"]["beside_recorded"]
+    assert time["ratio"] > 1.5 and beside["commit"] == first and beside["minutes"] > 0
+    if beside["said"] == "inconclusive":
+        assert time["outcome"] == "noisy" and "could not tell" in time["reason"], time["reason"]
+    else:
+        assert (beside["said"], time["outcome"]) == ("unchanged", "unchanged"), time["reason"]
+        assert (
+            f"(commit {first}): " in time["reason"]
+            and "not the code: the host, or what no commit holds (a library), moved since the recordings"
+            in time["reason"]
+        )
     # The tree made 3x slower (uncommitted): the sitting confirms it, and the failure says so. On a busy host
     # (CI runs the slow set beside the other checks) the stored comparison may leave it unjudged, for the
     # neighbour, and the sitting judges it: "judged", not "recorded build" and "confirmed".
