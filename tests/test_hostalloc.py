@@ -73,7 +73,7 @@ def test_steady_keeps_freed_memory_until_released(monkeypatch: pytest.MonkeyPatc
     assert released <= 16 * 2**20, f"malloc_trim kept {released} bytes"
 
 
-def test_the_cpu_reports_its_allocator_and_a_baseline_under_another_is_not_compared() -> None:
+def test_the_cpu_reports_its_allocator_and_a_baseline_under_another_is_a_setup_mismatch() -> None:
     device = CpuDevice(1, "steady")
     device.activate()
     now = dict(device.provenance())
@@ -82,15 +82,17 @@ def test_the_cpu_reports_its_allocator_and_a_baseline_under_another_is_not_compa
     ].startswith("preloaded:")
     recorded = {**now, "host_allocator": "glibc"}
     entry = BaselineEntry("t.py::test_k", "throughput", "calls", 1.0, (0.005,) * 5, provenance=recorded)
-    reason = entry.incomparable(Measurement("calls", 1.0, (0.01,) * 5), now)
-    assert reason == (
+    measured = Measurement("calls", 1.0, (0.01,) * 5)
+    assert entry.incomparable(measured, now) is None  # the same hardware: not "new"
+    assert entry.setup_differs(now) == (
         f"host_allocator glibc -> {now['host_allocator']}",
-        f"the baseline was taken with host_allocator=glibc, this run has host_allocator={now['host_allocator']}",
+        f"the baseline was recorded with host_allocator=glibc, this run has host_allocator={now['host_allocator']}",
     )
     old = BaselineEntry("t.py::test_k", "throughput", "calls", 1.0, (0.005,) * 5, provenance={
         k: v for k, v in now.items() if k != "host_allocator"
     })  # fmt: skip
-    assert "does not say its host_allocator" in str(old.incomparable(Measurement("calls", 1.0, (0.01,) * 5), now))
+    assert "does not say its host_allocator" in str(old.incomparable(measured, now))
+    assert old.setup_differs(now) is None
 
 
 @pytest.mark.parametrize(
@@ -124,13 +126,73 @@ def test_the_steady_mode_asks_torch_for_huge_pages_unless_told_otherwise(
     assert environment.get(hostalloc.HUGE_PAGES_ENV) == expected
 
 
-def test_a_process_that_imported_torch_already_is_not_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    # torch read the variable at its first allocation: setting it now would reach only the children.
+def test_the_variable_pytest_accel_set_is_not_the_users(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hostalloc, "_thp_setting", lambda: "madvise")
-    monkeypatch.delenv(hostalloc.HUGE_PAGES_ENV, raising=False)
-    assert "torch" in sys.modules
-    assert hostalloc.ask_for_huge_pages("steady") is False
-    assert hostalloc.HUGE_PAGES_ENV not in os.environ
+    asked: dict[str, str] = {"OMP_NUM_THREADS": "1"}
+    assert hostalloc.ask_for_huge_pages("steady", asked)
+    assert hostalloc.as_the_user_set(asked) == {"OMP_NUM_THREADS": "1"}
+    set_by_the_user = {hostalloc.HUGE_PAGES_ENV: "0"}
+    assert not hostalloc.ask_for_huge_pages("steady", set_by_the_user)
+    assert hostalloc.as_the_user_set(set_by_the_user) == {hostalloc.HUGE_PAGES_ENV: "0"}
+
+
+# Torch reads THP_MEM_ALLOC_ENABLE at its first CPU allocation, not at its import: a process that imported
+# torch (as a script calling pytest.main, or a -p plugin) still gets huge pages when asked; one that allocated
+# a tensor first does not.
+_LATE_ASK = (
+    "import torch\n{before}from pytest_accel.engine.devices import hostalloc\n"
+    "assert hostalloc.ask_for_huge_pages('steady')\nprint(hostalloc.large_blocks_on_huge_pages())"
+)
+
+
+@pytest.mark.skipif(hostalloc._thp_setting() != "madvise", reason="needs transparent huge pages on madvise")
+@pytest.mark.parametrize(("before", "huge"), [("", "True"), ("torch.zeros(10)\n", "False")])
+def test_huge_pages_asked_after_torchs_import_hold_until_its_first_allocation(before: str, huge: str) -> None:
+    environment = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", hostalloc.HUGE_PAGES_ENV)}
+    script = _LATE_ASK.format(before=before)
+    done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == huge
+
+
+def test_who_imported_torch_is_whoever_holds_it() -> None:
+    import types
+
+    script, plugin, quiet = (types.ModuleType(name) for name in ("__main__", "spin_late", "quiet"))
+    script.torch = torch  # type: ignore[attr-defined]
+    plugin.matmul = torch.matmul  # type: ignore[attr-defined]
+    candidates = [("__main__", script), ("plugin spin_late", plugin), ("plugin quiet", quiet)]
+    assert hostalloc.torch_importers(candidates) == ("__main__", "plugin spin_late")
+
+
+@pytest.mark.parametrize(
+    ("mode", "allocator", "environ", "importers", "why", "restore"),
+    [
+        ("steady", "preloaded:libjemalloc.so.2", {}, None, "LD_PRELOAD puts libjemalloc.so.2 in front",
+         "run without libjemalloc.so.2 in LD_PRELOAD"),
+        ("system", "glibc", {}, None, "this run asked for the system host allocator", "run with the steady"),
+        ("steady", "glibc-steady", {hostalloc.HUGE_PAGES_ENV: "0"}, None,
+         "THP_MEM_ALLOC_ENABLE=0 was set in the environment", "unset THP_MEM_ALLOC_ENABLE=0"),
+        ("steady", "glibc-steady", {}, ("plugin spin_late",),
+         "torch allocated memory before pytest-accel asked for huge pages (torch was imported first, by plugin "
+         "spin_late)", "create no tensor before pytest starts"),
+        ("steady", "glibc-steady-huge", {}, None, "this run's large blocks sit on huge pages; the baseline's did not",
+         "record this setup on purpose: --accel-reset-history"),
+    ],
+    ids=["preloaded", "system", "user-set", "allocated-first", "baseline-older"],
+)  # fmt: skip
+def test_a_setup_mismatch_of_the_allocator_names_its_cause_and_the_way_back(
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    allocator: str,
+    environ: dict[str, str],
+    importers: tuple[str, ...] | None,
+    why: str,
+    restore: str,
+) -> None:
+    monkeypatch.setattr(hostalloc, "_thp_setting", lambda: "madvise")
+    said_why, said_restore = hostalloc.allocator_cause(mode, allocator, environ, importers)
+    assert said_why.startswith(why) and said_restore.startswith(restore)
 
 
 def test_a_mappings_flags_are_read_from_smaps(tmp_path: Path) -> None:
@@ -183,9 +245,10 @@ def test_a_baseline_that_differs_only_in_huge_pages_says_the_usual_causes() -> N
     entry = BaselineEntry("t.py::test_k", "throughput", "calls", 1.0, (0.005,) * 5, provenance={
         "host_allocator": "glibc-steady-huge"
     })  # fmt: skip
-    assert entry.incomparable(Measurement("calls", 1.0, (0.01,) * 5), now) == (
+    assert entry.incomparable(Measurement("calls", 1.0, (0.01,) * 5), now) is None
+    assert entry.setup_differs(now) == (
         "host_allocator glibc-steady-huge -> glibc-steady",
-        "the baseline was taken with host_allocator=glibc-steady-huge, this run has host_allocator=glibc-steady: "
-        "large blocks on huge pages in one and not the other (torch imported before pytest-accel could ask, "
-        "THP_MEM_ALLOC_ENABLE set, or the kernel's transparent huge pages setting)",
+        "the baseline was recorded with host_allocator=glibc-steady-huge, this run has host_allocator=glibc-steady: "
+        "large blocks on huge pages in one and not the other (torch allocated memory before pytest-accel could "
+        "ask, THP_MEM_ALLOC_ENABLE set, or the kernel's transparent huge pages setting)",
     )

@@ -50,10 +50,10 @@ def word(outcome: Outcome, ratio: float, low: float, high: float, pairs: int = 1
          f"; confirmed beside commit {COMMIT} in one sitting: +10.0%, regressed after 12 pairs"),
         (word(Outcome.UNCHANGED, 1.01, 0.98, 1.04), Outcome.UNCHANGED,
          f"; the recorded build, measured beside this one, read the same (commit {COMMIT}): +1.0%, unchanged after "
-         "12 pairs: not the code: the host, or what no commit holds (a library), moved since the recordings"),
+         "12 pairs: not the code: the host moved since the recordings (the environment is as recorded)"),
         (word(Outcome.IMPROVED, 0.90, 0.86, 0.94), Outcome.UNCHANGED,
          f"; the recorded build, measured beside this one, read slower still (commit {COMMIT}): -10.0%, improved "
-         "after 12 pairs: not the code: the host, or what no commit holds (a library), moved since the recordings"),
+         "after 12 pairs: not the code: the host moved since the recordings (the environment is as recorded)"),
         (word(Outcome.INCONCLUSIVE, 1.05, 0.97, 1.13, pairs=40), Outcome.NOISY,
          f"; the recorded build beside this one could not tell (commit {COMMIT}): +5.0%, inconclusive after 40 pairs;"
          " not judged"),
@@ -155,9 +155,9 @@ def test_no_sitting_starts_once_the_runs_minutes_for_them_are_spent(repo: tuple[
     folder, first = repo
     settings = ChildSettings("cpu", "smoke", folder / "bl", ())
     mode = GateMode(recorded=settings, recorded_minutes=5)
-    gate = Gate(dict, {"torch": "2.13.0+cpu"}, mode, folder, gate_memory=True)
+    gate = Gate(dict, {"torch": "2.13.0+cpu", "environment": "e1"}, mode, folder, gate_memory=True)
     gate.sittings.append(RecordedWord(first, "+0.2%, unchanged after 40 pairs", None, seconds=4.8 * 60))
-    stored = entry(commit=first, torch="2.13.0+cpu")
+    stored = entry(commit=first, torch="2.13.0+cpu", environment="e1")
     judged = gate._beside_recorded("t.py::test_a", "throughput", GateResult(SUSPECT, None, ()), stored, settings, 0.05)
     assert judged.time.outcome is Outcome.REGRESSED and judged.recorded is not None
     assert judged.recorded.detail == "the run's 5 minutes for such sittings were spent"
@@ -176,8 +176,8 @@ def repo(tmp_path: Path) -> tuple[Path, str]:
 
 def test_the_build_to_measure_is_the_newest_recordings_clean_commit(repo: tuple[Path, str]) -> None:
     folder, first = repo
-    now = {"torch": "2.13.0+cpu", "commit": "fedcba987654+dirty"}
-    assert recorded_commit(entry(commit=first, torch="2.13.0+cpu"), now, folder) == (first, "")
+    now = {"torch": "2.13.0+cpu", "commit": "fedcba987654+dirty", "environment": "e1"}
+    assert recorded_commit(entry(commit=first, torch="2.13.0+cpu", environment="e1"), now, folder) == (first, "")
     assert recorded_commit(entry(torch="2.13.0+cpu"), now, folder) == ("", "the recordings name no commit")
     assert recorded_commit(entry(commit="unknown"), now, folder) == ("", "the recordings name no commit")
     assert recorded_commit(entry(commit=f"{first}+dirty"), now, folder) == (
@@ -190,11 +190,31 @@ def test_the_build_to_measure_is_the_newest_recordings_clean_commit(repo: tuple[
     assert recorded_commit(entry(commit=first, python="3.11.7", date="2026-12-01"), upgraded, folder) == (
         "", "python 3.11.7 -> 3.12.1 since the recordings, which a checkout does not undo"
     )  # fmt: skip
-    assert recorded_commit(entry(commit="ffffffffffff"), now, folder) == (
+    assert recorded_commit(entry(commit="ffffffffffff", environment="e1"), now, folder) == (
         "", "commit ffffffffffff is not in this clone (a shallow one?)"
     )  # fmt: skip
-    assert recorded_commit(entry(commit=first), now, folder.parent) == (
+    assert recorded_commit(entry(commit=first, environment="e1"), now, folder.parent) == (
         "", f"commit {first} is not in this clone (a shallow one?)"
+    )  # fmt: skip
+
+
+def test_no_sitting_is_held_unless_the_environment_is_proved_the_recordings_own(repo: tuple[Path, str]) -> None:
+    """A sitting runs both builds in this run's environment: a library, plugin or variable that changed would be
+    on both sides, and the sitting would call the slowdown "not the code"."""
+    folder, first = repo
+    now = {"torch": "2.13.0+cpu", "environment": "e2"}
+    changed = entry(commit=first, torch="2.13.0+cpu", environment="e1")
+    named = {"e1": "diffusers 0.30.0 -> 0.31.0, plugin spin_late added"}.get
+    assert recorded_commit(changed, now, folder, lambda digest: named(digest) or "") == (
+        "", "the environment changed since the recordings (diffusers 0.30.0 -> 0.31.0, plugin spin_late added), "
+        "which a checkout does not undo",
+    )  # fmt: skip
+    assert recorded_commit(changed, now, folder) == (
+        "", "the environment changed since the recordings (environment e1 -> e2), which a checkout does not undo"
+    )  # fmt: skip
+    older = entry(commit=first, torch="2.13.0+cpu")  # recorded before pytest-accel kept the environment
+    assert recorded_commit(older, now, folder) == (
+        "", "the recordings do not name their environment, so nothing proves it unchanged"
     )  # fmt: skip
 
 

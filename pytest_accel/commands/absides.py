@@ -30,7 +30,8 @@ from pytest_accel.judgement.results import ResultFile, ResultsError, load_result
 
 __all__ = [
     "EXIT_INCONCLUSIVE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REGRESSED", "EXIT_USAGE", "LOG_TAIL_LINES",
-    "ABError", "ProcessRun", "Side", "Worker", "commit_of", "git", "log_tail", "run_process", "worktree",
+    "ABError", "ProcessRun", "Side", "Worker", "commit_of", "forget_worktrees", "git", "log_tail", "run_process",
+    "worktree",
 ]  # fmt: skip
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED = 0, 1, 2, 125, 130
@@ -78,9 +79,21 @@ def commit_of(top: Path, rev: str, option: str = "--base/--head") -> str:
         raise ABError(f"{option} {rev!r}: not a revision of the repository at {top}") from None
 
 
+# The worktrees checked out now: removed by ``forget_worktrees`` too, when a parent's end ends this process.
+_LIVE_WORKTREES: set[Path] = set()
+
+
+def forget_worktrees() -> None:
+    """Remove the folders of the worktrees checked out now (git prunes their records later)."""
+    for folder in list(_LIVE_WORKTREES):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def worktree(top: Path, commit: str, name: str) -> Iterator[Path]:
+    """``commit`` checked out, with its submodules, into a temporary worktree, removed on the way out."""
     folder = Path(tempfile.mkdtemp(prefix=f"pytest-accel-ab-{name}-"))
+    _LIVE_WORKTREES.add(folder)
     try:
         git(top, "worktree", "add", "--detach", "--quiet", str(folder), commit)
         if (folder / ".gitmodules").is_file():  # the revision's submodules, at the commits it pins
@@ -90,6 +103,7 @@ def worktree(top: Path, commit: str, name: str) -> Iterator[Path]:
         with contextlib.suppress(ABError):
             git(top, "worktree", "remove", "--force", str(folder))
         shutil.rmtree(folder, ignore_errors=True)
+        _LIVE_WORKTREES.discard(folder)
         with contextlib.suppress(ABError):
             git(top, "worktree", "prune")
 

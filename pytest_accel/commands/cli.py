@@ -20,13 +20,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_accel.commands.ab import ABError, ABSettings, run_ab
+from pytest_accel.commands.absides import forget_worktrees
 from pytest_accel.commands.bisect import BisectSettings, from_night, nothing_to_bisect, run_bisect
 from pytest_accel.core.measurement import display_name
 from pytest_accel.core.operator_table import explain
 from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.units import format_percent_change, format_rate
 from pytest_accel.core.validation import number_text
-from pytest_accel.engine.processes import run_child
+from pytest_accel.engine.processes import run_child, watch_lifeline
 from pytest_accel.engine.provenance import git_commit
 from pytest_accel.judgement.baselines import BaselineStore
 from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, DETECTORS
@@ -563,6 +564,8 @@ def _tolerance(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``pytest-accel`` and ``python -m pytest_accel``."""
+    # Started by a pytest-accel run (a sitting beside the recorded build): end with it, however it ends.
+    watch_lifeline(on_end=forget_worktrees)
     arguments = list(sys.argv[1:] if argv is None else argv)
     passed: list[str] = []
     if arguments[:1] in (["ab"], ["bisect"]) and "--" in arguments:  # everything after -- belongs to pytest, untouched

@@ -60,6 +60,9 @@ class Abstention:
     why: str
     remedy: str
     waits: bool = False  # the cause may pass (a neighbour, the machine's state): worth measuring again later
+    # The run's setup differs from its baseline's in what the user can restore (host allocator, huge pages,
+    # threads): a broken gate, which fails its test unless the run allows it (--accel-allow-setup-mismatch).
+    setup: bool = False
 
 
 @final
@@ -96,7 +99,7 @@ class Verdict:
             "p_value": self.p_value,
             "normalized": self.normalized,
             "detectable": self.detectable,
-            **({} if self.abstention is None else {"abstention": dataclasses.asdict(self.abstention)}),
+            **({} if self.abstention is None else {"abstention": _abstention_json(self.abstention)}),
             **({} if self.sight is None else {"sight": self.sight}),
         }
 
@@ -124,12 +127,20 @@ class Verdict:
 _FIGURES = ("ratio", "low", "high", "p_value", "detectable")
 
 
+def _abstention_json(abstention: Abstention) -> dict[str, Any]:
+    """An abstention as result files keep it: ``setup`` only where it is set (files written before lack it)."""
+    kept = dataclasses.asdict(abstention)
+    if not abstention.setup:
+        del kept["setup"]
+    return kept
+
+
 def _abstention(value: object, where: str) -> Abstention | None:
     if value is None:
         return None
     if not isinstance(value, Mapping) or not all(isinstance(value.get(k), str) for k in ("why", "remedy")):
         raise ValueError(f"{where} must be an object with the strings 'why' and 'remedy', got {value!r}")
-    return Abstention(value["why"], value["remedy"], value.get("waits") is True)
+    return Abstention(value["why"], value["remedy"], value.get("waits") is True, value.get("setup") is True)
 
 
 def _optional_number(value: object, where: str) -> float | None:

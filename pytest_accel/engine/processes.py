@@ -39,7 +39,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, final
@@ -94,8 +94,9 @@ def _tied(env: Mapping[str, str]) -> tuple[dict[str, str], tuple[int]]:
     return {**env, LIFELINE_ENV: str(fd)}, (fd,)
 
 
-def watch_lifeline() -> bool:
-    """In a child started here: end this process's group when its parent ends (see the module docstring).
+def watch_lifeline(on_end: Callable[[], None] | None = None) -> bool:
+    """In a child started here: end this process's group when its parent ends (see the module docstring),
+    after ``on_end`` (what must not outlive it: ``ab``'s worktrees).
 
     Only a process group's leader with a pipe at the named descriptor watches (every child started
     here is one); the variable is removed at once, so the child's own children never read it: a
@@ -116,6 +117,9 @@ def watch_lifeline() -> bool:
                 pass
         if remove:
             shutil.rmtree(remove, ignore_errors=True)
+        if on_end is not None:
+            with contextlib.suppress(Exception):  # the kill below must come whatever the clean-up met
+                on_end()
         os.killpg(os.getpgrp(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="accel-lifeline", daemon=True).start()

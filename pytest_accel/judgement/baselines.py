@@ -43,6 +43,7 @@ __all__ = [
     "IDENTITY_PROVENANCE",
     "MAJOR_VERSION_PROVENANCE",
     "MAX_RUN_HISTORY",
+    "SETUP_PROVENANCE",
     "BaselineEntry",
     "BaselineStore",
     "calibrated",
@@ -59,18 +60,22 @@ SAMPLE_SIGNIFICANT_DIGITS = 5
 
 # Keys an entry must have; the others default (no probe, memory unknown, suite tolerances, no provenance).
 _REQUIRED_ENTRY_KEYS = ("unit", "items_per_call", "samples")
-# Provenance fields that change what a figure means: a baseline that differs in one is not compared.
-# Beyond the thread count, a CPU's stepping, caches and vector ISA (a key names family and model), and
-# the host allocator's mode (engine/devices/hostalloc.py: with freed memory returned, calls pay page faults).
-COMPARABLE_PROVENANCE = ("cpu_threads", "cpu_stepping", "cache_l2", "cache_l3", "vector_isa", "host_allocator")
+# Provenance fields of the hardware that change what a figure means: a baseline that differs in one is not
+# compared ("new"). A CPU's stepping, caches and vector ISA (a key names family and model).
+COMPARABLE_PROVENANCE = ("cpu_stepping", "cache_l2", "cache_l3", "vector_isa")
+# Provenance fields of the run's setup, which the user can restore: the thread count, and the host allocator's
+# mode (engine/devices/hostalloc.py: with freed memory returned, calls pay page faults; huge pages or not). A
+# figure whose setup differs from its baseline's is not judged, and fails its test unless the run allows it
+# (``BaselineEntry.setup_differs``): a broken gate, never a "new" workload.
+SETUP_PROVENANCE = ("cpu_threads", "host_allocator")
 # The hardware a figure came from: the device's name (a CPU's vendor and model name, a GPU's, a Gaudi
 # generation) and a CPU's family and model number. Like the fields above, they must be equal; a field
 # that one side records and the other does not makes the figure "new", never compared.
 IDENTITY_PROVENANCE = ("device_model", "cpu_family", "cpu_model_number")
 # Said when two host allocators differ only in huge pages (engine/devices/hostalloc.py): the usual causes.
 _HUGE_PAGES_WHY = (
-    ": large blocks on huge pages in one and not the other (torch imported before pytest-accel could ask,"
-    " THP_MEM_ALLOC_ENABLE set, or the kernel's transparent huge pages setting)"
+    ": large blocks on huge pages in one and not the other (torch allocated memory before pytest-accel could"
+    " ask, THP_MEM_ALLOC_ENABLE set, or the kernel's transparent huge pages setting)"
 )
 # Compared by major version only: a driver's minor release does not change what a figure means.
 MAJOR_VERSION_PROVENANCE = ("cuda_driver",)
@@ -216,10 +221,10 @@ class BaselineEntry:
                 return f"{key} {then_mode} -> {now_mode}", (
                     f"the baseline was timed with {key}={then_mode}, this run with {key}={now_mode}: another mode"
                 )
-        for key in (*IDENTITY_PROVENANCE, *COMPARABLE_PROVENANCE, *MAJOR_VERSION_PROVENANCE):
+        for key in (*IDENTITY_PROVENANCE, *COMPARABLE_PROVENANCE, *MAJOR_VERSION_PROVENANCE, *SETUP_PROVENANCE):
             then, now = self.provenance.get(key), provenance.get(key)
-            if then is None and now is None:
-                continue
+            if (then is None and now is None) or (key in SETUP_PROVENANCE and then is not None and now is not None):
+                continue  # a setup both name is weighed by setup_differs
             if then is None:
                 return (
                     f"the baseline lacks {key}",
@@ -230,7 +235,17 @@ class BaselineEntry:
             if key in MAJOR_VERSION_PROVENANCE:
                 then, now = then.split(".")[0], now.split(".")[0]
             if then != now:
-                sentence = f"the baseline was taken with {key}={then}, this run has {key}={now}"
+                return f"{key} {then} -> {now}", f"the baseline was taken with {key}={then}, this run has {key}={now}"
+        return None
+
+    def setup_differs(self, provenance: Mapping[str, str]) -> tuple[str, str] | None:
+        """How this run's setup (``SETUP_PROVENANCE``) differs from the baseline's, or None: in a few words
+        (``host_allocator glibc-steady-huge -> glibc-steady``), and as a sentence. A field only one side
+        names is ``incomparable``'s."""
+        for key in SETUP_PROVENANCE:
+            then, now = self.provenance.get(key), provenance.get(key)
+            if then is not None and now is not None and then != now:
+                sentence = f"the baseline was recorded with {key}={then}, this run has {key}={now}"
                 return f"{key} {then} -> {now}", sentence + _HUGE_PAGES_WHY * _only_huge_pages_differ(key, then, now)
         return None
 
@@ -381,6 +396,8 @@ def _continues(
 ) -> bool:
     """Whether a new recording extends the previous entry's history (else it starts anew)."""
     if reset or previous is None or previous.incomparable(measurement, provenance) is not None:
+        return False
+    if previous.setup_differs(provenance) is not None:
         return False
     return bool(previous.probe_samples) == bool(measurement.probe_samples)  # normalised and raw do not mix
 

@@ -57,6 +57,7 @@ __all__ = [
     "failure_lines",
     "reread",
     "run_gate",
+    "setup_mismatch",
     "shift_from",
     "with_fresh_confirmation",
 ]
@@ -171,6 +172,7 @@ def run_gate(
     pooled_spread: tuple[float, float] | None = None,
     reconfirm: bool = True,
     night_drift: NightDrift | None = None,
+    setup_causes: Mapping[str, tuple[str, str]] | None = None,
 ) -> GateResult:
     """Judge ``measurement``; re-measure up to ``confirmations`` times while it looks regressed (once
     while it looks improved). ``reconfirm=False``: a decided suspect is not re-measured (a confirmation
@@ -181,17 +183,14 @@ def run_gate(
     times, and judged on all its rounds pooled until it is decided. Such a group of measurements
     has re-measured already: it is then confirmed once, by a group of the same size. A confirmation
     that cannot decide is extended the same way.
+
+    A run whose setup differs from the baseline's in what the user can restore (``setup_differs``) is not
+    judged: ``setup_causes`` gives, per provenance field, what this run knows of why (which module had
+    torch allocate first, a variable the user set) and how to restore it.
     """
-    if entry is None:  # new either way; a throttled figure says so (and --accel-update does not record it)
-        throttled = throttle_problem(measurement)
-        why = "no baseline for this test on this device" + ("" if throttled is None else f"; and {throttled}")
-        new = Verdict(Outcome.NEW, "time", why, abstention=Abstention(NO_BASELINE, RECORD))
-        return GateResult(new, None, (measurement,))
-    differs = entry.incomparable(measurement, provenance)
-    if differs is not None:
-        short, reason = differs
-        new = Verdict(Outcome.NEW, "time", f"not compared: {reason}", abstention=Abstention(short, f"re-{RECORD}"))
-        return GateResult(new, None, (measurement,))
+    unjudged = _not_comparable(measurement, entry, provenance, setup_causes or {})
+    if unjudged is not _COMPARABLE or entry is None:
+        return GateResult(unjudged, None, (measurement,))
     if entry.tolerance is not None or entry.memory_tolerance is not None:
         policy = replace(
             policy,
@@ -238,6 +237,43 @@ def run_gate(
     return GateResult(combine(first, again), memory, tuple(taken), group, tolerance=policy.tolerance)
 
 
+_COMPARABLE = Verdict(Outcome.UNCHANGED, "time", "comparable")  # _not_comparable's "go on and judge it"
+
+
+def _not_comparable(
+    measurement: Measurement,
+    entry: BaselineEntry | None,
+    provenance: Mapping[str, str],
+    setup_causes: Mapping[str, tuple[str, str]],
+) -> Verdict:
+    """The verdict on a figure its baseline cannot judge: new (none, other hardware or workload), or not judged
+    (a setup the user can restore: ``setup_mismatch``); ``_COMPARABLE`` when it can be judged."""
+    if entry is None:  # new either way; a throttled figure says so (and --accel-update does not record it)
+        throttled = throttle_problem(measurement)
+        why = "no baseline for this test on this device" + ("" if throttled is None else f"; and {throttled}")
+        return Verdict(Outcome.NEW, "time", why, abstention=Abstention(NO_BASELINE, RECORD))
+    differs = entry.incomparable(measurement, provenance)
+    if differs is not None:
+        short, reason = differs
+        return Verdict(Outcome.NEW, "time", f"not compared: {reason}", abstention=Abstention(short, f"re-{RECORD}"))
+    if (setup := entry.setup_differs(provenance)) is not None:
+        return setup_mismatch(setup, entry.provenance, setup_causes)
+    return _COMPARABLE
+
+
+def setup_mismatch(
+    setup: tuple[str, str], recorded: Mapping[str, str], causes: Mapping[str, tuple[str, str]]
+) -> Verdict:
+    """The verdict on a figure whose run's setup differs from its baseline's (``BaselineEntry.setup_differs``):
+    not judged, naming the difference, what caused it where the run knows (``causes``: field -> (why, how to
+    restore it)), and how to restore the baseline's setup. Never advice to record over the baseline."""
+    short, sentence = setup
+    key = short.split(" ", 1)[0]
+    why, restore = causes.get(key, ("", f"run with the baseline's {key} ({recorded.get(key, '?')}) again"))
+    reason = f"not judged: the setup differs from the baseline's: {sentence}" + (f"; {why}" if why else "")
+    return Verdict(Outcome.NOISY, "time", reason, abstention=Abstention(f"setup: {short}", restore, setup=True))
+
+
 def reread(first: Verdict, again: Verdict, tolerance: float) -> Verdict:
     """A re-measurement as it bears on the suspect ``first``: one that read "unchanged" is weighed with
     it (``weighing.weigh``): it agrees (``first``'s outcome), could not tell (noisy), or refutes (as read).
@@ -270,8 +306,9 @@ class GateMode:
     """How a run treats outcomes (from its options): what fails, and which confirmations it may pay for."""
 
     update: bool = False  # recording baselines: verdicts are reported, nothing fails, nothing is re-measured
-    strict: bool = False  # a noisy verdict fails
+    strict: bool = False  # a figure not judged fails: noisy, or new (nothing comparable to judge it against)
     require_baseline: bool = False  # a new (unjudged) measurement fails
+    allow_setup_mismatch: bool = False  # a figure whose setup differs from its baseline's passes, not judged
     confirmations: int = 2  # in-process re-measurements of a suspected regression
     # A fresh pytest process confirms a regression; None when this run may not spawn one (turned off,
     # under torchrun, or this process is itself a confirmation child).
@@ -352,8 +389,14 @@ class Gate:
         verbose: bool = False,
         quiet: Callable[[float, float, Callable[[], bool] | None], tuple[bool, float]] | None = None,
         drifts: Mapping[tuple[str, str], NightDrift] | None = None,
+        setup_causes: Mapping[str, tuple[str, str]] | None = None,
+        environment_changes: Callable[[str], str] = lambda digest: "",
     ) -> None:
         self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
+        # provenance field -> (why this run's setup is what it is, how to restore the baseline's): see run_gate
+        self._setup_causes = setup_causes or {}
+        # the recordings' environment digest -> what changed since, in a few words ("" where not kept)
+        self._environment_changes = environment_changes
         self._provenance = provenance
         self._mode = mode
         self._rootdir = rootdir
@@ -393,6 +436,7 @@ class Gate:
             return run_gate(
                 taken, entry, policy, self._provenance, remeasure, confirmations, self._gate_memory, pooled,
                 reconfirm=not mode.one_reading, night_drift=self.drifts.get((test, measurement.name)),
+                setup_causes=self._setup_causes,
             )  # fmt: skip
 
         gate = judged(measurement)
@@ -410,7 +454,7 @@ class Gate:
                 gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh, tolerance), fresh=fresh)
         if entry is not None and mode.recorded is not None and worth_a_sitting(gate.time, tolerance):
             gate = self._beside_recorded(test, measurement.name, gate, entry, mode.recorded, tolerance)
-        why = self._fails(gate.outcome)
+        why = self._fails(gate.outcome, gate.time)
         return replace(gate, failure=None if why is None else self._message(test, gate, entry, why), baseline=entry)
 
     def _after_quiet(
@@ -475,7 +519,7 @@ class Gate:
     ) -> GateResult:
         """A suspect after its recorded build was measured beside this tree (judgement.recorded), within what is
         left of the run's minutes for such sittings."""
-        commit, why_not = recorded_commit(entry, self._provenance, self._rootdir)
+        commit, why_not = recorded_commit(entry, self._provenance, self._rootdir, self._environment_changes)
         left = self._mode.recorded_minutes - sum(word.seconds for word in self.sittings) / 60
         if not commit:
             word = RecordedWord("", why_not)
@@ -507,20 +551,26 @@ class Gate:
             self.waits.append(Waited(test, fresh.waited, fresh.outcome))
         return fresh
 
-    def _fails(self, outcome: Outcome) -> str | None:
+    def _fails(self, outcome: Outcome, time: Verdict) -> str | None:
         """Why an outcome fails its test under the run's mode, or None."""
         mode = self._mode
         if mode.update:
             return None  # recording new baselines: report, do not fail
         if outcome is Outcome.REGRESSED:
             return "regressed"
+        if time.abstention is not None and time.abstention.setup and not mode.allow_setup_mismatch:
+            return "not judged: the setup differs from the baseline's (--accel-allow-setup-mismatch passes it)"
         if outcome is Outcome.NOISY and mode.strict:
             return "noisy (and --accel-strict is set)"
         if outcome is Outcome.NEW and mode.require_baseline:
             return "no baseline (and --accel-require-baseline is set)"
+        if outcome is Outcome.NEW and mode.strict:
+            return "not judged: nothing comparable to judge it against (and --accel-strict is set)"
         return None
 
     def _message(self, test: str, gate: GateResult, entry: BaselineEntry | None, why: str) -> str:
         """The failure block: the headline, then one fact a line (see ``failure_lines``), the command last."""
         lines = failure_lines(test, gate, entry, why, self._provenance, self._verbose)
+        if gate.time.abstention is not None and gate.time.abstention.setup:
+            return "\n".join(lines)  # the baseline is good: recording over it in this setup would bury it
         return "\n".join([*lines, f"  {RECORD_HINT}: {self._accept(test)}"])

@@ -14,8 +14,9 @@ recordings was the host.
 
 Not possible, and then the verdict stands on the earlier evidence, saying why: a baseline taken
 with local changes, a commit this clone does not hold (a shallow checkout), or an environment that
-changed (a torch upgrade cannot be undone by checking out a commit: the stored figure alone
-judges it).
+changed or cannot be shown unchanged (a torch upgrade, a library rebuilt, a plugin on ``PYTHONPATH``,
+a variable: a sitting runs both builds in this run's environment, so it would carry the change on both
+sides and call it "not the code"; the stored figure alone judges it, and the failure names the change).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
+from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.core.units import format_change
 from pytest_accel.engine.processes import GitError, git, run_child
@@ -62,9 +64,18 @@ class RecordedWord:
         return BesideRecorded(self.commit, said, self.detail, self.seconds / 60)
 
 
-def recorded_commit(entry: BaselineEntry, provenance: Mapping[str, str], rootdir: Path) -> tuple[str, str]:
+def recorded_commit(
+    entry: BaselineEntry,
+    provenance: Mapping[str, str],
+    rootdir: Path,
+    environment_changes: Callable[[str], str] = lambda digest: "",
+) -> tuple[str, str]:
     """The commit the baseline's newest recording measured, when it can be measured again as it was:
-    (commit, ""), or ("", why not)."""
+    (commit, ""), or ("", why not). ``environment_changes``: what changed since the environment of that
+    digest, in a few words ("diffusers 0.30.0 -> 0.31.0"), or "" where its record is not kept.
+
+    A sitting runs both builds in this run's environment: it can only say "not the code" when that
+    environment is the recordings' own, proved by equal digests (``core/environment.py``)."""
     commit = entry.provenance.get("commit", "")
     if not commit or commit == "unknown":
         return "", "the recordings name no commit"
@@ -72,6 +83,13 @@ def recorded_commit(entry: BaselineEntry, provenance: Mapping[str, str], rootdir
         return "", f"recorded with local changes to {commit.removesuffix('+dirty')}"
     if changes := _environment_changes(entry.provenance, provenance):
         return "", f"{changes} since the recordings, which a checkout does not undo"
+    then, now = entry.provenance.get(ENVIRONMENT_PROVENANCE), provenance.get(ENVIRONMENT_PROVENANCE)
+    if then is None or now is None:
+        whose = "the recordings do not" if then is None else "this run does not"
+        return "", f"{whose} name their environment, so nothing proves it unchanged"
+    if then != now:
+        said = environment_changes(then) or f"environment {then} -> {now}"
+        return "", f"the environment changed since the recordings ({said}), which a checkout does not undo"
     try:
         git(rootdir, "cat-file", "-e", f"{commit}^{{commit}}", timeout=30)
     except GitError:
@@ -79,8 +97,9 @@ def recorded_commit(entry: BaselineEntry, provenance: Mapping[str, str], rootdir
     return commit, ""
 
 
-# What a run's provenance says of the code and the moment rather than of its environment.
-_NOT_ENVIRONMENT = frozenset({"commit", "date", "profile", "world_size"})
+# What a run's provenance says of the code and the moment rather than of its environment, and the environment's
+# digest (weighed apart, to name what changed).
+_NOT_ENVIRONMENT = frozenset({"commit", "date", "profile", "world_size", ENVIRONMENT_PROVENANCE})
 
 
 def _environment_changes(then: Mapping[str, str], now: Mapping[str, str]) -> str:
@@ -149,9 +168,9 @@ def _figures(verdict: PairedVerdict) -> str:
 _SAME = "the recorded build, measured beside this one, read the same"
 _SLOWER_STILL = "the recorded build, measured beside this one, read slower still"
 # Said of a figure the stored baseline read slower and its recorded build, beside it, did not (reports find them
-# by VerdictRecord.host_moved). Not the code; what moved is the host, or what no commit holds and the provenance
-# does not name.
-_HOST_MOVED = "not the code: the host, or what no commit holds (a library), moved since the recordings"
+# by VerdictRecord.host_moved). A sitting is held only in the recordings' own environment (recorded_commit), so
+# what moved is the host.
+_HOST_MOVED = "not the code: the host moved since the recordings (the environment is as recorded)"
 _UNTOLD = "the recorded build beside this one could not tell"
 
 

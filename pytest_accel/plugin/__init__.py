@@ -8,12 +8,13 @@ The options are declared, parsed and handed to child processes in ``pytest_accel
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_accel.engine.devices.hostalloc import ask_for_huge_pages
+from pytest_accel.engine.devices.hostalloc import as_the_user_set, ask_for_huge_pages, torch_importers
 from pytest_accel.engine.processes import watch_lifeline
 from pytest_accel.plugin.options import MARKER_SETTINGS, SETTINGS
 
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from pytest_accel.plugin.session import AccelSession
 
 SESSION_KEY: pytest.StashKey[AccelSession] = pytest.StashKey()
+# What the run's setup was before pytest-accel touched it: the environment variables as the user set them, and
+# who had imported torch before pytest-accel asked for huge pages (None: nobody had).
+EARLY_KEY: pytest.StashKey[tuple[dict[str, str], tuple[str, ...] | None]] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,6 +48,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     Before them, as they may import torch: the steady host allocator's huge pages (hostalloc)."""
     setting = SETTINGS["host_allocator"]
     mode = getattr(early_config.known_args_namespace, setting.dest, None) or early_config.getini(str(setting.ini))
+    importers = None
+    if "torch" in sys.modules:  # a script that called pytest.main, a -p plugin: named if torch's setup differs
+        plugins = [(f"plugin {name}", plugin) for name, plugin in early_config.pluginmanager.list_name_plugin()]
+        importers = torch_importers([("__main__ (the script that called pytest)", sys.modules["__main__"]), *plugins])
+    early_config.stash[EARLY_KEY] = (as_the_user_set(os.environ), importers)
     ask_for_huge_pages(str(mode))
     result = yield
     if not _option_taken(parser, "--device"):
@@ -76,7 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", "default::pytest_accel.core.advice.AccelAdvice")
     from pytest_accel.plugin.session import AccelSession
 
-    session = AccelSession(config)
+    session = AccelSession(config, config.stash.get(EARLY_KEY, ({}, None)))
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "accel-session")
 

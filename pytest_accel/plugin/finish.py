@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
+from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE, Environment
 from pytest_accel.core.measurement import Measurement, display_name, throttle_problem
 from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.machine import PEAK_FILE_ENV, MeasuredPeak, datasheet_peak, peak_figures, shared_peak
@@ -29,6 +30,7 @@ from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.outputs.pages import run_summary_markdown
 from pytest_accel.outputs.terminal import measurement_table, sittings_line, verdict_summary, waiting_line
 from pytest_accel.plugin.options import AccelOptions
+from pytest_accel.storage.environments import EnvironmentStore
 from pytest_accel.storage.files import StoreError
 
 __all__ = ["RunFigures", "RunFiles", "summary_lines"]
@@ -96,6 +98,15 @@ class RunFiles:
     rootpath: Path
     say: Callable[[str], None]  # a line for the terminal
     waited: float = 0.0  # seconds this run waited for quiet
+    # What the run ran on besides the host and the repository (taken once, by RunParts), and where the
+    # environments of recordings are kept; None: not taken (no device resolved)
+    environment: Callable[[], Environment] | None = None
+    environments: EnvironmentStore | None = None
+
+    def _provenance(self, device: Device) -> dict[str, str]:
+        """The device's provenance with the environment's digest (``RunParts.provenance``)."""
+        digest = {} if self.environment is None else {ENVIRONMENT_PROVENANCE: self.environment().digest}
+        return {**device.provenance(), **digest}
 
     def writers(self) -> list[tuple[str, Callable[[], None]]]:
         """(what, write) for each output this run asked for, in the order they are written."""
@@ -146,7 +157,7 @@ class RunFiles:
             self.recorded,
             device_kind=self.device.kind if self.device is not None else self.options.device,
             device_key=self.device.key() if self.device is not None else None,
-            provenance=self.device.provenance() if self.device is not None else {},
+            provenance=self._provenance(self.device) if self.device is not None else {},
             profile=self.options.profile,
             world_size=self.world_size,
             waited=self.waited,
@@ -182,8 +193,10 @@ class RunFiles:
         if not measured:
             return
         device = self._device()
-        provenance_now = device.provenance()
+        provenance_now = self._provenance(device)
         provenance = {**provenance_now, **run_provenance(self.rootpath, self.options.profile, self.world_size)}
+        if self.environment is not None and self.environments is not None:  # first: an entry names it
+            self.environments.save(device.key(), self.environment())
         entries = recorded_entries(
             ((r.test, r.measurement) for r in measured),
             self.baselines(),

@@ -303,9 +303,17 @@ class AccelOptions:
         "measure the selected tests beside the standard neighbour (a second copy of them in a child pytest) and "
         "store how far it moved each one with its baseline: on a shared host, a slowdown beyond that is judged",
     ))  # fmt: skip
-    # a noisy verdict fails
+    # a figure not judged fails: noisy, or new against an incomparable baseline
     strict: bool = field(metadata=_switch(
-        "--accel-strict", "a 'noisy' verdict fails its test (default: reported, passes)"
+        "--accel-strict",
+        "a figure not judged fails its test: 'noisy', or 'new' (nothing comparable to judge it against)"
+        " (default: reported, passes)",
+    ))  # fmt: skip
+    # a figure whose setup (host allocator, huge pages, threads) differs from its baseline's passes, not judged
+    allow_setup_mismatch: bool = field(metadata=_switch(
+        "--accel-allow-setup-mismatch",
+        "a figure whose setup differs from its baseline's (host allocator, huge pages, threads) passes as not"
+        " judged (default: it fails its test, naming the difference and how to restore it)",
     ))  # fmt: skip
     # a new (unjudged) measurement fails
     require_baseline: bool = field(metadata=_switch(
@@ -491,6 +499,7 @@ class AccelOptions:
             update=self.update or self.calibrate,
             strict=self.strict,
             require_baseline=self.require_baseline,
+            allow_setup_mismatch=self.allow_setup_mismatch,
             confirmations=self.confirmations,
             fresh_process=child if self.fresh_confirmation else None,
             quiet_wait_seconds=self.quiet_wait_seconds,

@@ -16,9 +16,12 @@ from typing import final
 import pytest
 
 from pytest_accel.core.advice import AccelAdvice
+from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE, Environment
 from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
 from pytest_accel.engine.devices.base import Device, RegionTimer
+from pytest_accel.engine.devices.hostalloc import allocator_cause
 from pytest_accel.engine.distributed import Coordinator, DistributedTimer, world_from_environment
+from pytest_accel.engine.environment import take_environment
 from pytest_accel.engine.machine import wait_for_quiet
 from pytest_accel.engine.structure import structure_key
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
@@ -31,6 +34,7 @@ from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.outputs.history_store import HistoryError, recent_figures
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.ranks import RankAgreement
+from pytest_accel.storage.environments import EnvironmentStore
 from pytest_accel.storage.files import StoreError
 
 __all__ = ["RunParts"]
@@ -49,11 +53,20 @@ def _unreadable(what: str) -> Iterator[None]:
 class RunParts:
     """The device, the stores and the gates of one pytest run, built lazily from its options."""
 
-    def __init__(self, config: pytest.Config, options: AccelOptions) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        options: AccelOptions,
+        early: tuple[dict[str, str], tuple[str, ...] | None] = ({}, None),
+    ) -> None:
         self.config = config
         self.options = options
         self.store = BaselineStore(options.baselines)
         self.structures = StructureStore(options.baselines)
+        self.environments = EnvironmentStore(options.baselines)
+        # the variables as the user set them, and who imported torch before pytest-accel (plugin.EARLY_KEY)
+        self._user_environ, self._torch_importers = early
+        self._environment: Environment | None = None
         self.world = world_from_environment()  # set when pytest runs on every rank of a torchrun job
         self.world_size = self.world.world_size if self.world else 1
         self.coordinator: Coordinator | None = None
@@ -114,6 +127,35 @@ class RunParts:
             self._drifts = night_drifts(figures, self.options.tolerance)  # a change of level as the gate sizes one
         return self._drifts
 
+    def environment(self) -> Environment:
+        """What this run runs on besides the host and the repository (``core/environment.py``), taken once."""
+        if self._environment is None:
+            plugins = self.config.pluginmanager.list_name_plugin()
+            self._environment = take_environment(self.config.rootpath, plugins, self._user_environ or None)
+        return self._environment
+
+    def provenance(self) -> dict[str, str]:
+        """The device's provenance and the environment's digest: what a figure is judged and recorded with."""
+        return {**self.device().provenance(), ENVIRONMENT_PROVENANCE: self.environment().digest}
+
+    def environment_changes(self, digest: str) -> str:
+        """What changed since the environment of ``digest`` was recorded for this device, in a few words;
+        "" where it was not kept (or cannot be read: the verdict then says the digests differ)."""
+        try:
+            then = self.environments.load(self.device().key(), digest)
+        except StoreError:
+            return ""
+        return "" if then is None else ", ".join(then.changes(self.environment()))
+
+    def setup_causes(self) -> dict[str, tuple[str, str]]:
+        """Per setup field, why this run's is what it is and how to restore the baseline's (``run_gate``)."""
+        device = self.device()
+        allocator = device.provenance().get("host_allocator")
+        if allocator is None:
+            return {}
+        cause = allocator_cause(self.options.host_allocator, allocator, self._user_environ, self._torch_importers)
+        return {"host_allocator": cause}
+
     def gate(self) -> Gate:
         """The regression gate of this run (built once the device is known)."""
         if self._gate is None:
@@ -123,10 +165,11 @@ class RunParts:
             may_spawn = self.world is None and not child
             mode = self.options.gate_mode(self.child_settings() if may_spawn else None, one_reading=child)
             self._gate = Gate(
-                self.baselines, device.provenance(), mode, self.config.rootpath, device.exact_peak_memory,
+                self.baselines, self.provenance(), mode, self.config.rootpath, device.exact_peak_memory,
                 lambda test: self.accept(test, "--accel-reset-history"), self.config.option.verbose > 0,
                 quiet=wait_for_quiet if self.world is None else None,  # ranks measure in step: none waits alone
-                drifts=self.drifts(),
+                drifts=self.drifts(), setup_causes=self.setup_causes(),
+                environment_changes=self.environment_changes,
             )  # fmt: skip
         return self._gate
 

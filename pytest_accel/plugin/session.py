@@ -53,10 +53,12 @@ def _xdist_workers(config: pytest.Config) -> int:
 class AccelSession:
     """The parts and the results of one pytest run; the hooks that drive them."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(
+        self, config: pytest.Config, early: tuple[dict[str, str], tuple[str, ...] | None] = ({}, None)
+    ) -> None:
         self.config = config
         self.options = options = AccelOptions.from_config(config)
-        self.parts = parts = RunParts(config, options)
+        self.parts = parts = RunParts(config, options, early)  # early: the setup before pytest-accel touched it
         self.reports = parts.world is None or parts.world.rank == 0  # only rank 0 prints and writes
         self.recorded: list[Recorded] = []
         self.traces: list[Path] = []  # --accel-trace files written by this run
@@ -211,6 +213,7 @@ class AccelSession:
             parts.structure_gate_taken, parts.structure_key, parts.world_size, self.config.rootpath,
             say=lambda line: reporter.write_line(f"accel: {line}") if reporter is not None else None,
             waited=sum(w.seconds for w in parts.waits()),
+            environment=parts.environment if parts.resolved is not None else None, environments=parts.environments,
         )  # fmt: skip
         self.unwritten = files.write()
         if self.unwritten:

@@ -22,10 +22,14 @@ is set before its first allocation (c10's ``alloc_cpu``: page-aligned, ``madvise
 Measured on a 2-core Intel Xeon VM (family 6 model 167; math SDPA at the smoke decode shape, two
 12.6 MB copies per call, in ``ab`` sittings of unchanged code; docs/studies/huge-pages): the pairs'
 log ratios spread 0.19 on 4 KiB pages and 0.10 on huge pages and the call took 13-33% less time;
-the other SDPA kernels changed in no one direction. The plugin sets the variable before the test
-modules import torch (``ask_for_huge_pages``); a process that had imported torch already, a host
-with huge pages off, or the variable set by the user leaves it as it is, and the provenance says
-which (``-huge``: large blocks sit on huge pages).
+the other SDPA kernels changed in no one direction. The plugin sets the variable before the
+conftests load (``ask_for_huge_pages``). Torch reads it at its first CPU allocation, not at its
+import: measured with torch 2.13.0 (``import torch, diffusers, transformers``, then the variable set,
+then a 4 MiB tensor: on huge pages; one 10-element tensor allocated before the variable: not), so a
+script that imported torch before ``pytest.main``, or a ``-p`` plugin that imports it, still gets huge
+pages. A process whose torch allocated before, a host with huge pages off, or the variable set by the
+user leaves it as it is; the provenance says which (``-huge``: large blocks sit on huge pages), and
+``allocator_cause`` says why, for a figure whose baseline was recorded in the other setup.
 """
 
 from __future__ import annotations
@@ -33,17 +37,22 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 __all__ = [
     "HOST_ALLOCATOR_MODES",
+    "HUGE_PAGES_ASKED_ENV",
     "HUGE_PAGES_ENV",
+    "allocator_cause",
+    "as_the_user_set",
     "ask_for_huge_pages",
     "configure_host_allocator",
     "large_blocks_on_huge_pages",
     "release_free_memory",
+    "torch_importers",
     "with_huge_pages",
 ]
 
@@ -57,6 +66,8 @@ _NEVER_TRIM = 2**31 - 1
 _PRELOADED = ("jemalloc", "tcmalloc", "mimalloc")
 # torch's CPU allocator reads it once, at its first allocation (c10/core/impl/alloc_cpu.cpp).
 HUGE_PAGES_ENV = "THP_MEM_ALLOC_ENABLE"
+# Set beside it when pytest-accel set it (a child inherits both): the user's environment did not have it.
+HUGE_PAGES_ASKED_ENV = "PYTEST_ACCEL_HUGE_PAGES_ASKED"
 _THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 _PROBE_BYTES = 4 * 2**20  # above torch's 2 MiB threshold for huge pages
 
@@ -135,16 +146,73 @@ def ask_for_huge_pages(mode: str, environ: MutableMapping[str, str] | None = Non
     """In the steady mode, have torch put large CPU blocks on huge pages: set ``HUGE_PAGES_ENV`` in
     ``environ`` (this process's by default, which its children inherit); True when it was set here.
 
-    Nothing is set when the mode is not steady, the user set the variable, the kernel has huge pages
-    off, or (this process's environment) torch is imported already: torch read it at its first
-    allocation, and a child that had it while its parent did not would measure differently."""
+    Nothing is set when the mode is not steady, the user set the variable, or the kernel has huge pages
+    off. Torch imported already does not stop it: torch reads the variable at its first allocation
+    (the module docstring); where it allocated before, the provenance says no huge pages."""
     target = os.environ if environ is None else environ
     if mode != "steady" or HUGE_PAGES_ENV in target or _thp_setting() in (None, "never"):
         return False
-    if environ is None and "torch" in sys.modules:
-        return False
     target[HUGE_PAGES_ENV] = "1"
+    target[HUGE_PAGES_ASKED_ENV] = "1"
     return True
+
+
+def as_the_user_set(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without what pytest-accel set in it (``ask_for_huge_pages``)."""
+    if environ.get(HUGE_PAGES_ASKED_ENV) != "1":
+        return dict(environ)
+    return {name: value for name, value in environ.items() if name not in (HUGE_PAGES_ENV, HUGE_PAGES_ASKED_ENV)}
+
+
+def torch_importers(candidates: Iterable[tuple[str, object]]) -> tuple[str, ...]:
+    """The labels of ``candidates`` ((label, module or plugin object)) whose namespace holds torch or a part of
+    it: who imported torch, when it was imported before pytest-accel could ask for huge pages."""
+    found = []
+    for label, holder in candidates:
+        module = holder if isinstance(holder, ModuleType) else sys.modules.get(type(holder).__module__)
+        if module is not None and any(_of_torch(value) for value in list(vars(module).values())):
+            found.append(label)
+    return tuple(found)
+
+
+def _of_torch(value: object) -> bool:
+    if isinstance(value, ModuleType):
+        return value.__name__ == "torch" or value.__name__.startswith("torch.")
+    module = getattr(value, "__module__", None)
+    return isinstance(module, str) and (module == "torch" or module.startswith("torch."))
+
+
+def allocator_cause(
+    mode: str, allocator: str, user_environ: Mapping[str, str], importers: tuple[str, ...] | None
+) -> tuple[str, str]:
+    """Why this run's host allocator (its provenance name) is what it is, and how to restore the steady mode
+    with huge pages: for a figure whose baseline was recorded in another setup. ``importers``: who imported
+    torch before pytest-accel asked for huge pages (``torch_importers``), None where torch came later."""
+    if allocator.startswith("preloaded:"):
+        library = allocator.removeprefix("preloaded:")
+        return f"LD_PRELOAD puts {library} in front of the C library's malloc", f"run without {library} in LD_PRELOAD"
+    if mode != "steady":
+        return (
+            f"this run asked for the {mode} host allocator (--accel-host-allocator or ini accel_host_allocator)",
+            "run with the steady host allocator (the default)",
+        )
+    if allocator.endswith("-huge"):
+        return (
+            "this run's large blocks sit on huge pages; the baseline's did not (recorded before pytest-accel "
+            "asked for them, or with torch allocating first)",
+            "record this setup on purpose: --accel-reset-history -k <these tests> (the old recordings are replaced)",
+        )
+    if HUGE_PAGES_ENV in user_environ:
+        shown = f"{HUGE_PAGES_ENV}={user_environ[HUGE_PAGES_ENV]}"
+        return f"{shown} was set in the environment, so pytest-accel did not ask for huge pages", f"unset {shown}"
+    if _thp_setting() in (None, "never"):
+        return "the kernel's transparent huge pages are off", f"turn them on (madvise) in {_THP_SETTING}"
+    who = ", ".join(importers) if importers else "a module loaded before pytest-accel (a plugin, or the caller)"
+    return (
+        f"torch allocated memory before pytest-accel asked for huge pages (torch was imported first, by {who})",
+        "create no tensor before pytest starts (import torch in fixtures and tests), or set "
+        f"{HUGE_PAGES_ENV}=1 before torch starts",
+    )
 
 
 def large_blocks_on_huge_pages() -> bool:
