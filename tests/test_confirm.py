@@ -85,6 +85,20 @@ def test_an_unusable_child_result_is_no_verdict_with_its_cause(
     assert expected in fresh.detail
 
 
+def test_a_child_in_another_environment_confirms_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A plugin object given to ``pytest.main`` reaches no child: its reading is of other code."""
+    regressed = VerdictRecord(Verdict(Outcome.UNCHANGED, "time", "time +0.4%", ratio=1.004))
+    document = json.loads(result_text(regressed))
+    document["provenance"] = {"environment": "child0000000000a"}
+    monkeypatch.setattr(confirm_module, "run_child", child_writing(json.dumps(document)))
+    fresh = confirm_in_fresh_process(NODE, "latency", tmp_path, SETTINGS, env={}, environment="parent000000000a")
+    assert fresh.outcome is None
+    assert fresh.detail.startswith("the confirmation process ran in another environment (digest child0000000000a, "
+                                   "this run's parent000000000a")  # fmt: skip
+    same = confirm_in_fresh_process(NODE, "latency", tmp_path, SETTINGS, env={}, environment="child0000000000a")
+    assert same.outcome is Outcome.UNCHANGED
+
+
 def test_a_child_that_wrote_nothing_says_its_exit_code(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fresh = confirm(monkeypatch, tmp_path, None, returncode=4)
     assert fresh.outcome is None
@@ -255,7 +269,7 @@ def test_the_gate_names_the_test_it_judged_before_the_suspect(monkeypatch: pytes
     asked: list[str | None] = []
 
     def answering(
-        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None
+        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None, **_: Any
     ) -> FreshVerdict:
         asked.append(before)
         return FreshVerdict(Outcome.REGRESSED, "time +50%")
@@ -278,7 +292,7 @@ def test_the_child_is_told_the_budget_left_and_its_wait_counts_against_it(monkey
     asked: list[ChildSettings] = []
 
     def answering(
-        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None
+        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None, **_: Any
     ) -> FreshVerdict:
         asked.append(settings)
         return FreshVerdict(Outcome.REGRESSED, "time +12%", waited=30.0)

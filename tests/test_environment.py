@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,10 @@ from pytest_accel.core.validation import Invalid
 from pytest_accel.engine.devices import hostalloc
 from pytest_accel.engine.environment import take_environment
 from pytest_accel.judgement.baselines import BaselineEntry
-from pytest_accel.judgement.gate import Gate, GateMode
+from pytest_accel.judgement.gate import Gate, GateMode, run_gate
+from pytest_accel.judgement.recording import orphaned_tests
 from pytest_accel.judgement.verdict import VerdictPolicy
+from pytest_accel.outputs.terminal import orphan_lines
 from pytest_accel.storage.environments import EnvironmentStore
 from pytest_accel.storage.files import StoreError
 
@@ -228,3 +231,44 @@ def test_a_script_that_imported_torch_before_pytest_main_still_gets_huge_pages(p
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "allocator: glibc-steady-huge" in done.stdout, done.stdout
+
+
+BASE = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
+# A slowdown of what the reference kernel runs too (torch's matmul, BLAS): both 40% slower, the ratio unmoved.
+SHARED = replace(BASE, samples=tuple(s * 1.4 for s in BASE.samples), probe_samples=(1.4e-3,) * 30)
+
+
+@pytest.mark.parametrize(
+    ("then", "now", "outcome"),
+    [("e1", "e2", Outcome.REGRESSED), ("e1", "e1", Outcome.UNCHANGED)],
+    ids=["environment-changed", "environment-as-recorded"],
+)
+def test_a_slowdown_the_reference_kernel_shares_is_judged_on_raw_time_where_the_environment_changed(
+    then: str, now: str, outcome: Outcome
+) -> None:
+    entry = BaselineEntry("t::k", "throughput", "x", 1.0, BASE.samples, BASE.probe_samples,
+                          provenance={"environment": then})  # fmt: skip
+    result = run_gate(SHARED, entry, VerdictPolicy(), {"environment": now}, lambda: SHARED, confirmations=0)
+    assert result.time.outcome is outcome
+    if outcome is Outcome.REGRESSED:
+        assert result.time.ratio == pytest.approx(1.4, rel=0.01)
+        assert "judged on raw time: the environment changed since the recordings and the reference kernel runs " \
+            "+40.0% against them" in result.time.reason  # fmt: skip
+    unmoved = replace(BASE, samples=tuple(s * 1.4 for s in BASE.samples))  # the reference as recorded: no sharing
+    judged = run_gate(unmoved, entry, VerdictPolicy(), {"environment": now}, lambda: unmoved, confirmations=0)
+    assert judged.time.outcome is Outcome.REGRESSED and "raw time" not in judged.time.reason
+
+
+def test_a_baseline_left_behind_by_a_rename_is_named() -> None:
+    baselined = ["t.py::test_a[old-id]", "t.py::test_b", "u.py::test_c"]
+    collected = {"t.py::test_a[new-id]", "t.py::test_b"}
+    new = ["t.py::test_a[new-id]"]
+    orphans = orphaned_tests(baselined, collected, new)
+    assert orphans == [("t.py::test_a[old-id]", ("t.py::test_a[new-id]",))]  # u.py ran nothing new: not judged
+    assert orphaned_tests(baselined, {*collected, "t.py::test_a[old-id]"}, new) == []  # deselected, still there
+    assert orphan_lines(orphans) == [
+        "accel: 1 baseline left behind: no such test ran (renamed, or its parametrization changed?) while a new test "
+        "of its file has none:",
+        "accel:   test_a[old-id]  (new in its file: test_a[new-id])",
+        "accel:   rename its entries in the baseline file, or drop them: pytest <same args> --accel-prune",
+    ]

@@ -105,6 +105,41 @@ def test_require_baseline_fails_new_measurements(perf_pytester: pytest.Pytester)
 
 
 @pytest.mark.slow
+def test_a_recording_of_a_slowdown_is_not_merged_and_the_next_run_still_fails(recorded: pytest.Pytester) -> None:
+    """``--accel-update`` (from addopts, say) while a slowdown is in: the figure reads regressed against its own
+    recordings, so it is not one more sample of their level; the old entry stays and the next run fails."""
+    before = baseline_file(recorded).read_bytes()
+    (recorded.path / "duration.txt").write_text("0.003")
+    result = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED, "--accel-update")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "accel: not recorded: test_sleepy.py::test_sleep reads +*% against its own recordings: a recording does not "
+        "absorb a slowdown (the old entry stays); to record a new level on purpose: pytest <same args> "
+        "--accel-reset-history -k 'test_sleep'",
+    ])  # fmt: skip
+    kept = json.loads(before)["entries"]["test_sleepy.py::test_sleep"]
+    assert json.loads(baseline_file(recorded).read_bytes())["entries"]["test_sleepy.py::test_sleep"] == kept
+    again = recorded.runpytest(*OPTIONS, *STEADINESS_UNJUDGED)
+    assert again.ret == pytest.ExitCode.TESTS_FAILED
+    again.stdout.fnmatch_lines(["*perf regressed: test_sleep: time +*"])
+
+
+def test_timing_disabled_by_pytest_benchmark_is_not_judged_and_fails_under_strict(
+    perf_pytester: pytest.Pytester,
+) -> None:
+    perf_pytester.makepyfile(test_sleepy=SLEEPER)
+    (perf_pytester.path / "duration.txt").write_text("0.001")
+    result = perf_pytester.runpytest(*OPTIONS, "--benchmark-disable")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["accel: NOT JUDGED: 2 figures not measured: timing is disabled (--benchmark-disable*"])
+    strict = perf_pytester.runpytest(*OPTIONS, "--benchmark-disable", "--accel-strict")
+    strict.assert_outcomes(failed=2)
+    strict.stdout.fnmatch_lines(
+        ["*perf not judged: throughput: timing is disabled (--benchmark-disable), and --accel-strict is set*"]
+    )
+
+
+@pytest.mark.slow
 def test_unchanged_code_passes_against_its_baseline(recorded: pytest.Pytester) -> None:
     result = recorded.runpytest(*OPTIONS)
     result.assert_outcomes(passed=2)

@@ -14,9 +14,9 @@ from pytest_accel.core.operator_table import NOTHING_MOVED
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.bisection import Bisection, Finding
+from pytest_accel.judgement.comparable import NO_BASELINE
 from pytest_accel.judgement.conclusion import GateResult, failure_lines
 from pytest_accel.judgement.confirm import FreshVerdict
-from pytest_accel.judgement.gate import NO_BASELINE
 from pytest_accel.judgement.paired import PairedVerdict
 from pytest_accel.judgement.recorded import RecordedWord
 from pytest_accel.judgement.results import Recorded
@@ -201,7 +201,7 @@ def test_the_summary_names_a_figure_its_recorded_build_read_the_same_and_asks_to
     reason = (
         "time +16.7% [95% CI +5.1% .. +22.8%] ...; confirmed in a fresh process: ...; the recorded build, measured "
         "beside this one, read the same (commit cbd273b25879): +0.1% [-3.5% .. +3.8%], unchanged after 30 pairs "
-        "(within ±5%): not the code: the host, or what no commit holds (a library), moved since the recordings"
+        "(within ±5%): not the code: the host moved since the recordings (the environment is as recorded)"
     )
     moved = Verdict(Outcome.UNCHANGED, "time", reason, 1.158, 1.051, 1.228, detectable=0.05)
     sitting = BesideRecorded("cbd273b25879", Outcome.UNCHANGED, "+0.1% [-3.5% .. +3.8%], unchanged after 30 pairs")
@@ -210,7 +210,7 @@ def test_the_summary_names_a_figure_its_recorded_build_read_the_same_and_asks_to
     assert verdict_summary(records, f"{KEY}/smoke", updating=False) == [
         "accel: 1 unchanged",
         "accel: 1 slower than the stored figure, not than the recorded build beside it: not the code",
-        "accel:   the host or a library moved since the recordings; if the host, record again (--accel-update):",
+        "accel:   the host moved since the recordings (the environment is as recorded): record again (--accel-update):",
         "accel:     test_attention_forward[sdpa-math-llama70b-decode-kv384]  +15.8%",
         "accel: 1 of 1 judged figures could see a 10% slowdown",
     ]
@@ -234,7 +234,7 @@ def test_a_figure_whose_recorded_build_read_the_same_while_other_operators_ran_i
         "accel: 1 regressed: slower (or fatter) than the baseline, confirmed by re-measurement: see the failures above",
         "accel: 1 unchanged",
         "accel: 2 slower than the stored figure, not than the recorded build beside it: not the code",
-        "accel:   the host or a library moved since the recordings; if the host, record again (--accel-update):",
+        "accel:   the host moved since the recordings (the environment is as recorded): record again (--accel-update):",
         "accel:     test_attention_forward[sdpa-math-llama70b-decode-kv384]  +43.2%",
         "accel:   other operators ran than at the recordings, so not the host: the environment (a variable,",
         "accel:   a plugin, a library) changed; see what ran, above:",

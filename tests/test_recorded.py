@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -293,8 +295,7 @@ def test_drift_since_the_recordings_is_not_a_regression_and_a_slower_tree_is(rec
         assert (beside["said"], time["outcome"]) == ("unchanged", "unchanged"), time["reason"]
         assert (
             f"(commit {first}): " in time["reason"]
-            and "not the code: the host, or what no commit holds (a library), moved since the recordings"
-            in time["reason"]
+            and "not the code: the host moved since the recordings (the environment is as recorded)" in time["reason"]
         )
     # The tree made 3x slower (uncommitted): the sitting confirms it, and the failure says so. On a busy host
     # (CI runs the slow set beside the other checks) the stored comparison may leave it unjudged, for the
@@ -310,3 +311,78 @@ def test_drift_since_the_recordings_is_not_a_regression_and_a_slower_tree_is(rec
     how = "confirmed" if said == {"recorded build"} else "judged"
     assert f"; {how} beside commit {first} in one sitting: +" in row["verdict"]["time"]["reason"]
     assert len(git(folder, "worktree", "list").splitlines()) == 1  # the sitting's worktree is gone
+
+
+# A pytest plugin from outside the repository (on PYTHONPATH, loaded with -p): it doubles the workload's work, as a
+# library or a kernel build from the environment would; the repository is unchanged.
+SPIN_LATE = """import os
+
+def pytest_configure(config):
+    os.environ.pop("FAST_HOST", None)
+"""
+
+
+@pytest.mark.slow
+def test_a_slowdown_from_a_plugin_on_pythonpath_fails_naming_it(recorded: tuple[Path, str], tmp_path: Path) -> None:
+    """A sitting beside the recorded build would run both builds with the plugin, read them alike and call the
+    slowdown "not the code": none is held where the environment changed, and the stored figure fails it."""
+    folder, _ = recorded
+    plants = tmp_path / "plants"
+    plants.mkdir()
+    (plants / "spin_late.py").write_text(SPIN_LATE)
+    done = pytest_in(folder, "-p", "spin_late", "--accel-json", "env.json", FAST_HOST="1", PYTHONPATH=str(plants))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "perf regressed: test_work: time +" in done.stdout, done.stdout
+    said = "recorded build: not measured: the environment changed since the recordings (plugin spin_late added, "
+    assert said in done.stdout and "PYTHONPATH " in done.stdout, done.stdout
+    (row,) = json.loads((folder / "env.json").read_text())["results"]
+    assert row["verdict"]["beside_recorded"]["minutes"] == 0  # no sitting was held
+    assert len(git(folder, "worktree", "list").splitlines()) == 1
+
+
+def _processes_of(folder: Path) -> list[int]:
+    """The live processes whose command line names ``folder`` (this process's tmp: the run's children do)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if str(folder) in command and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_no_process_outlives_a_run_ended_while_it_holds_a_sitting(
+    recorded: tuple[Path, str], tmp_path: Path, sent: signal.Signals
+) -> None:
+    folder, _ = recorded
+    command = [sys.executable, "-m", "pytest", "test_perf.py", "--device", "cpu", "-p", "no:cacheprovider",
+               "--accel-baselines", "bl"]  # fmt: skip
+    run = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while not any(b"pytest_accel ab" in _command(pid) for pid in _processes_of(tmp_path)):
+            assert run.poll() is None and time.monotonic() < deadline, "no sitting started"
+            time.sleep(0.2)
+        run.send_signal(sent)
+        run.wait(30)
+        time.sleep(5)
+        assert _processes_of(tmp_path) == []
+        assert not list(tmp_path.glob("pytest-accel-ab-*"))  # the sitting's worktree went with it
+    finally:
+        if run.poll() is None:
+            run.kill()
+
+
+def _command(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return b""

@@ -312,7 +312,7 @@ def test_gate_never_remeasures_what_is_not_suspect() -> None:
     assert run_gate(measurement(0.01, seed=1), entry(0.01), POLICY, {}, fail, 2).outcome is Outcome.UNCHANGED
 
 
-def test_gate_says_new_without_baseline_and_for_another_workload_or_thread_count() -> None:
+def test_gate_says_new_without_baseline_or_for_another_workload_and_not_judged_for_another_thread_count() -> None:
     def never() -> Measurement:
         raise AssertionError
 
@@ -320,7 +320,8 @@ def test_gate_says_new_without_baseline_and_for_another_workload_or_thread_count
     other = run_gate(measurement(0.01, items=4.0), entry(0.01), POLICY, {}, never, 2)
     assert other.outcome is Outcome.NEW and "workload changed" in other.time.reason
     threads = run_gate(measurement(0.01), entry(0.01, cpu_threads="2"), POLICY, {"cpu_threads": "1"}, never, 2)
-    assert threads.outcome is Outcome.NEW and "cpu_threads=2" in threads.time.reason
+    assert threads.outcome is Outcome.NOISY and "cpu_threads=2" in threads.time.reason  # a setup, not a workload
+    assert threads.time.abstention is not None and threads.time.abstention.setup
 
 
 def test_gate_uses_the_tolerance_stored_with_the_baseline() -> None:

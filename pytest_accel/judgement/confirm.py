@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
+from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.engine.processes import run_child
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
@@ -173,10 +174,15 @@ def confirm_in_fresh_process(
     settings: ChildSettings,
     env: Mapping[str, str] | None = None,
     before: str | None = None,
+    environment: str | None = None,
 ) -> FreshVerdict:
     """Run ``pytest <nodeid>`` with ``settings`` in a child and return its verdict for ``metric``; with
     ``before`` (the test the parent measured before it), that test first, its verdict not read: a test
-    measured first in its process can sit at another level than where the recordings measured it."""
+    measured first in its process can sit at another level than where the recordings measured it.
+
+    ``environment``: the parent's environment digest. A child that ran in another one (a plugin object given
+    to ``pytest.main``, which no child inherits) measured other code: its reading confirms and refutes nothing.
+    """
     with tempfile.TemporaryDirectory(prefix="pytest-accel-confirm-") as scratch:
         results = Path(scratch) / "results.json"
         tests = [nodeid] if before is None or before == nodeid else [before, nodeid]
@@ -197,12 +203,23 @@ def confirm_in_fresh_process(
             tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
             return FreshVerdict(None, f"the confirmation process wrote no results (exit {ran.returncode}): {tail}")
         try:
-            return _verdict_for(load_results(results), nodeid, metric)
+            read = load_results(results)
         except ResultsError as error:
             return FreshVerdict(None, f"the confirmation process wrote an unreadable result: {error}")
+        return _verdict_for(read, nodeid, metric, environment)
 
 
-def _verdict_for(results: ResultFile, nodeid: str, metric: str) -> FreshVerdict:
+# A child that ran other code outside the repository than its parent: what a child cannot inherit.
+_OTHER_ENVIRONMENT = (
+    "the confirmation process ran in another environment (digest {theirs}, this run's {ours}: a plugin object "
+    "given to pytest.main, or a plugin or variable this run set for itself), so its reading is no confirmation"
+)
+
+
+def _verdict_for(results: ResultFile, nodeid: str, metric: str, environment: str | None = None) -> FreshVerdict:
+    theirs = results.provenance.get(ENVIRONMENT_PROVENANCE)
+    if environment is not None and theirs != environment:
+        return FreshVerdict(None, _OTHER_ENVIRONMENT.format(theirs=theirs, ours=environment))
     verdict = results.verdicts.get((nodeid, metric))
     if verdict is None:
         return FreshVerdict(None, f"the confirmation process measured no {metric!r} for {nodeid}")

@@ -21,9 +21,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
+from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE
 from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement, pooled, throttle_problem
 from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.comparable import COMPARABLE, judged_raw_too, not_comparable
 from pytest_accel.judgement.conclusion import GateResult, failure_lines
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
 from pytest_accel.judgement.drift import NightDrift
@@ -37,7 +39,6 @@ from pytest_accel.judgement.recorded import (
 from pytest_accel.judgement.state import StateShift, state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
-    RECORD,
     Observation,
     VerdictPolicy,
     combine,
@@ -57,7 +58,6 @@ __all__ = [
     "failure_lines",
     "reread",
     "run_gate",
-    "setup_mismatch",
     "shift_from",
     "with_fresh_confirmation",
 ]
@@ -74,7 +74,6 @@ REFUTED_LIMIT = 2
 # What would let a figure the gate itself left unjudged be judged.
 _COOL = "cool the device or lower its load"
 _AGAIN = AGAIN
-NO_BASELINE = "no baseline"
 
 
 def _observation(
@@ -188,8 +187,8 @@ def run_gate(
     judged: ``setup_causes`` gives, per provenance field, what this run knows of why (which module had
     torch allocate first, a variable the user set) and how to restore it.
     """
-    unjudged = _not_comparable(measurement, entry, provenance, setup_causes or {})
-    if unjudged is not _COMPARABLE or entry is None:
+    unjudged = not_comparable(measurement, entry, provenance, setup_causes or {})
+    if unjudged is not COMPARABLE or entry is None:
         return GateResult(unjudged, None, (measurement,))
     if entry.tolerance is not None or entry.memory_tolerance is not None:
         policy = replace(
@@ -204,8 +203,11 @@ def run_gate(
         if (throttled := throttle_problem(taken)) is not None:  # never a silent figure; memory still judged
             rounds = f"{taken.throttled_rounds} of {len(taken.samples)} rounds"
             return Verdict(Outcome.NOISY, "time", throttled, abstention=Abstention(f"throttled in {rounds}", _COOL))
-        return judge_time(_observation(taken), baseline, policy)
+        return judged_raw_too(judge_time(_observation(taken), baseline, policy), taken, baseline, policy, moved)
 
+    # The environment changed since the recordings: the reference kernel (a matmul) runs the libraries under test
+    # too, so a slowdown of theirs can slow it as much as the workload and cancel out of the normalised figure.
+    moved = entry.provenance.get(ENVIRONMENT_PROVENANCE) != provenance.get(ENVIRONMENT_PROVENANCE)
     taken = [measurement]
     first = judge(taken)
     while confirmations and _undecided_suspect(first, policy.tolerance) and len(taken) <= EXTEND_MEASUREMENTS:
@@ -235,43 +237,6 @@ def run_gate(
             break
     memory = judge_memory(_observation(measurement), baseline, policy) if gate_memory else None
     return GateResult(combine(first, again), memory, tuple(taken), group, tolerance=policy.tolerance)
-
-
-_COMPARABLE = Verdict(Outcome.UNCHANGED, "time", "comparable")  # _not_comparable's "go on and judge it"
-
-
-def _not_comparable(
-    measurement: Measurement,
-    entry: BaselineEntry | None,
-    provenance: Mapping[str, str],
-    setup_causes: Mapping[str, tuple[str, str]],
-) -> Verdict:
-    """The verdict on a figure its baseline cannot judge: new (none, other hardware or workload), or not judged
-    (a setup the user can restore: ``setup_mismatch``); ``_COMPARABLE`` when it can be judged."""
-    if entry is None:  # new either way; a throttled figure says so (and --accel-update does not record it)
-        throttled = throttle_problem(measurement)
-        why = "no baseline for this test on this device" + ("" if throttled is None else f"; and {throttled}")
-        return Verdict(Outcome.NEW, "time", why, abstention=Abstention(NO_BASELINE, RECORD))
-    differs = entry.incomparable(measurement, provenance)
-    if differs is not None:
-        short, reason = differs
-        return Verdict(Outcome.NEW, "time", f"not compared: {reason}", abstention=Abstention(short, f"re-{RECORD}"))
-    if (setup := entry.setup_differs(provenance)) is not None:
-        return setup_mismatch(setup, entry.provenance, setup_causes)
-    return _COMPARABLE
-
-
-def setup_mismatch(
-    setup: tuple[str, str], recorded: Mapping[str, str], causes: Mapping[str, tuple[str, str]]
-) -> Verdict:
-    """The verdict on a figure whose run's setup differs from its baseline's (``BaselineEntry.setup_differs``):
-    not judged, naming the difference, what caused it where the run knows (``causes``: field -> (why, how to
-    restore it)), and how to restore the baseline's setup. Never advice to record over the baseline."""
-    short, sentence = setup
-    key = short.split(" ", 1)[0]
-    why, restore = causes.get(key, ("", f"run with the baseline's {key} ({recorded.get(key, '?')}) again"))
-    reason = f"not judged: the setup differs from the baseline's: {sentence}" + (f"; {why}" if why else "")
-    return Verdict(Outcome.NOISY, "time", reason, abstention=Abstention(f"setup: {short}", restore, setup=True))
 
 
 def reread(first: Verdict, again: Verdict, tolerance: float) -> Verdict:
@@ -305,7 +270,7 @@ def _undecided_suspect(verdict: Verdict, tolerance: float) -> bool:
 class GateMode:
     """How a run treats outcomes (from its options): what fails, and which confirmations it may pay for."""
 
-    update: bool = False  # recording baselines: verdicts are reported, nothing fails, nothing is re-measured
+    update: bool = False  # recording baselines: verdicts are reported, nothing fails, no child is started
     strict: bool = False  # a figure not judged fails: noisy, or new (nothing comparable to judge it against)
     require_baseline: bool = False  # a new (unjudged) measurement fails
     allow_setup_mismatch: bool = False  # a figure whose setup differs from its baseline's passes, not judged
@@ -427,7 +392,9 @@ class Gate:
         if test != self._tests[1]:
             self._tests = (self._tests[1], test)
         entry = self._entries().get((test, measurement.name))
-        confirmations = 0 if mode.update else mode.confirmations
+        # Recording too: a recording that reads regressed is not merged (plugin/finish.py), so that word must be
+        # believable as a failure would be; only a suspect pays for it.
+        confirmations = mode.confirmations
         if self._pooled is None:
             self._pooled = (pooled_run_spread([e.run_medians for e in self._entries().values()]),)
         pooled = self._pooled[0]
@@ -546,7 +513,10 @@ class Gate:
         assert self._mode.fresh_process is not None
         left = self._wait_left() if self._quiet is not None else 0.0
         settings = self._mode.fresh_process.with_ini("accel_quiet_wait_seconds", f"{left:.0f}")
-        fresh = confirm_in_fresh_process(test, metric, self._rootdir, settings, before=self._tests[0])
+        fresh = confirm_in_fresh_process(
+            test, metric, self._rootdir, settings, before=self._tests[0],
+            environment=self._provenance.get(ENVIRONMENT_PROVENANCE),
+        )  # fmt: skip
         if fresh.waited:
             self.waits.append(Waited(test, fresh.waited, fresh.outcome))
         return fresh

@@ -19,7 +19,7 @@ from pytest_accel.judgement.baselines import (
     time_history,
 )
 
-__all__ = ["recorded_entries", "stale_lines", "stale_tests"]
+__all__ = ["orphaned_tests", "recorded_entries", "stale_lines", "stale_tests"]
 
 
 def recorded_entries(
@@ -84,3 +84,19 @@ def stale_lines(
         store.prune(*where, {test for test in recorded if test not in tests})
     verb = "removed" if prune else "stale"
     return [f"accel: {verb}: {test}" for test in tests] or [f"accel: no stale entries in {store.path_for(*where)}"]
+
+
+def orphaned_tests(
+    baselined: Iterable[str], collected: Collection[str], new: Iterable[str]
+) -> list[tuple[str, tuple[str, ...]]]:
+    """Baselined tests that no longer exist (not ``collected``, selected or not) while a test of their file ran
+    with no baseline of its own (``new``): renamed, or a parametrization id changed. (the orphan, the new tests
+    of its file), sorted: its baseline judges nothing now, and the new test passes as "new"."""
+    new_by_file: dict[str, list[str]] = {}
+    for test in new:
+        new_by_file.setdefault(test.split("::", 1)[0], []).append(test)
+    return sorted(
+        (test, tuple(sorted(new_by_file[test.split("::", 1)[0]])))
+        for test in set(baselined)
+        if test not in collected and test.split("::", 1)[0] in new_by_file
+    )

@@ -171,7 +171,7 @@ class VerdictRecord:
     @property
     def host_moved(self) -> bool:
         """Read slower than its stored figure and passed: its recorded build, measured beside it, read the same
-        (or slower). Not the code: the host, or what no commit holds (a library), moved since the recordings."""
+        (or slower). Not the code: the host moved since the recordings (a sitting is held only in their environment)."""
         said = None if self.beside_recorded is None else self.beside_recorded.said
         return self.time.outcome is Outcome.UNCHANGED and said in (Outcome.UNCHANGED, Outcome.IMPROVED)
 

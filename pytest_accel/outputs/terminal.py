@@ -9,13 +9,17 @@ from pytest_accel.core.measurement import display_name, mode_note, short_names
 from pytest_accel.core.outcomes import Abstention, Outcome
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
+from pytest_accel.judgement.comparable import NO_BASELINE
 from pytest_accel.judgement.drift import MIN_NIGHTS, UNSETTLED, NightDrift
-from pytest_accel.judgement.gate import NO_BASELINE, Waited
+from pytest_accel.judgement.gate import Waited
 from pytest_accel.judgement.recorded import RecordedWord
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
 
-__all__ = ["device_lines", "history_line", "measurement_table", "verdict_cell", "verdict_summary", "waiting_line"]
+__all__ = [
+    "device_lines", "history_line", "measurement_table", "orphan_lines", "verdict_cell", "verdict_summary",
+    "waiting_line",
+]  # fmt: skip
 
 _HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "% peak", "peak mem", "verdict")
 
@@ -83,7 +87,7 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
                 outcome = Outcome.REGRESSED.value
             counts[outcome] = counts.get(outcome, 0) + 1
     explained = () if updating else (Outcome.NOISY.value, Outcome.NEW.value)  # said by their own lines
-    lines = [] if updating else _noisy_lines(records, counts) + _new_lines(records, where)
+    lines = [] if updating else _disabled_lines(records) + _noisy_lines(records, counts) + _new_lines(records, where)
     lines += [
         f"accel: {count} {outcome}" + (f": {_HINTS[outcome].format(where=where)}" if outcome in _HINTS else "")
         for outcome, count in sorted(counts.items())
@@ -95,9 +99,23 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
     return lines
 
 
+def _disabled_lines(records: Sequence[Recorded]) -> list[str]:
+    """Figures never measured: pytest-benchmark's ``--benchmark-disable`` turned timing off (often from addopts,
+    to keep benchmarks out of a normal run). Not a pass: nothing was judged."""
+    disabled = sum(1 for record in records if record.measurement.disabled)
+    if not disabled:
+        return []
+    return [
+        f"accel: NOT JUDGED: {disabled} figure{'s' if disabled > 1 else ''} not measured: timing is disabled "
+        "(--benchmark-disable, on the command line, in PYTEST_ADDOPTS or in addopts): a slowdown there would pass "
+        "unseen; --accel-strict fails them"
+    ]
+
+
 def _moved_lines(records: Sequence[Recorded]) -> list[str]:
     """The figures the stored baseline read slower and their recorded build, measured beside them, did not:
-    not the code; the host (which the baseline should learn) or what no commit holds moved. Where other
+    not the code; the host moved (which the baseline should learn: a sitting is held only in the recordings'
+    own environment, judgement/recorded.py). Where other
     operators ran than at the recordings, not the host: a host does not change what runs, so recording
     again would bury a change of the environment (a variable, a plugin, a library)."""
     moved = [r for r in records if r.verdict is not None and r.verdict.host_moved]
@@ -118,7 +136,7 @@ def _moved_lines(records: Sequence[Recorded]) -> list[str]:
 
 
 _HOST_OR_LIBRARY = (
-    "accel:   the host or a library moved since the recordings; if the host, record again (--accel-update):"
+    "accel:   the host moved since the recordings (the environment is as recorded): record again (--accel-update):"
 )
 
 
@@ -289,3 +307,21 @@ def history_line(folder: object, key: str, drifts: Mapping[tuple[str, str], Nigh
         f"accel: history {folder}: drift between nights known for {len(drifts)} figure(s) of {key} "
         f"(SD median {typical * 100:.1f}%, largest {widest * 100:.1f}%): none is judged narrower than it drifts"
     )
+
+
+def orphan_lines(orphans: Sequence[tuple[str, tuple[str, ...]]]) -> list[str]:
+    """Baselines left behind (``judgement.recording.orphaned_tests``): a test that no longer exists has entries
+    while a new test of its file has none, so neither is judged."""
+    if not orphans:
+        return []
+    lines = [
+        f"accel: {len(orphans)} baseline{'s' if len(orphans) > 1 else ''} left behind: no such test ran (renamed, or "
+        "its parametrization changed?) while a new test of its file has none:"
+    ]
+    for orphan, new in orphans[:_REASONS_SHOWN]:
+        named = ", ".join(test.rpartition("::")[2] for test in new)
+        lines.append(f"accel:   {orphan.rpartition('::')[2]}  (new in its file: {named})")
+    if len(orphans) > _REASONS_SHOWN:
+        lines.append(f"accel:   and {len(orphans) - _REASONS_SHOWN} more (--accel-stale lists them)")
+    lines.append("accel:   rename its entries in the baseline file, or drop them: pytest <same args> --accel-prune")
+    return lines

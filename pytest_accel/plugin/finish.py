@@ -16,6 +16,8 @@ from typing import final
 
 from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE, Environment
 from pytest_accel.core.measurement import Measurement, display_name, throttle_problem
+from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.units import format_percent_change
 from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.machine import PEAK_FILE_ENV, MeasuredPeak, datasheet_peak, peak_figures, shared_peak
 from pytest_accel.engine.provenance import run_provenance
@@ -28,7 +30,13 @@ from pytest_accel.judgement.results import Recorded, results_document, save_resu
 from pytest_accel.judgement.spans import record_again
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.outputs.pages import run_summary_markdown
-from pytest_accel.outputs.terminal import measurement_table, sittings_line, verdict_summary, waiting_line
+from pytest_accel.outputs.terminal import (
+    measurement_table,
+    orphan_lines,
+    sittings_line,
+    verdict_summary,
+    waiting_line,
+)
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.storage.environments import EnvironmentStore
 from pytest_accel.storage.files import StoreError
@@ -190,6 +198,10 @@ class RunFiles:
             if (why := throttle_problem(r.measurement)) is not None:
                 self.say(f"not recorded: {display_name(r.test, r.measurement.name)}: {why}")
         measured = [r for r in measured if throttle_problem(r.measurement) is None]
+        if not self.options.reset_history:  # a recording is one more sample of the same level, never a new level
+            for r in (absorbed := [r for r in measured if _reads_regressed(r)]):
+                self.say(_absorbed(r))
+            measured = [r for r in measured if r not in absorbed]
         if not measured:
             return
         device = self._device()
@@ -211,6 +223,23 @@ class RunFiles:
             self.say(advice)
 
 
+def _reads_regressed(record: Recorded) -> bool:
+    """Whether a figure recorded now reads slower than its own recordings, beyond the tolerance and significant."""
+    return record.verdict is not None and record.verdict.time.outcome is Outcome.REGRESSED
+
+
+def _absorbed(record: Recorded) -> str:
+    """Why a recording that read regressed was not merged into the recordings it is slower than."""
+    time = record.verdict.time if record.verdict is not None else None
+    change = f" {format_percent_change(time.ratio)}" if time is not None and time.ratio is not None else ""
+    name = display_name(record.test, record.measurement.name)
+    return (
+        f"not recorded: {name} reads{change} against its own recordings: a recording does not absorb a slowdown"
+        f" (the old entry stays); to record a new level on purpose: pytest <same args> --accel-reset-history"
+        f" -k {record.test.rpartition('::')[2]!r}"
+    )
+
+
 def summary_lines(
     recorded: Sequence[Recorded],
     key: str,
@@ -220,6 +249,7 @@ def summary_lines(
     unwritten: Sequence[tuple[str, str]],
     waits: Sequence[Waited] = (),
     sittings: Sequence[RecordedWord] = (),
+    orphans: Sequence[tuple[str, tuple[str, ...]]] = (),
 ) -> list[tuple[str, bool]]:
     """(line, red) of the run's end: its table of measurements and the verdicts' summary (on device
     ``key``), the traces written, where the results went, the run's problems (a neighbour that failed)
@@ -227,6 +257,7 @@ def summary_lines(
     recording = options.update or options.calibrate  # verdicts are reported, not enforced
     table = [*measurement_table(recorded), *verdict_summary(recorded, f"{key}/{options.profile}", recording)]
     table += waiting_line(waits, options.quiet_wait_seconds) + sittings_line(sittings, options.recorded_minutes)
+    table += orphan_lines(orphans)
     lines = [(line, False) for line in table]
     json_path = options.json_path
     if traces:

@@ -198,8 +198,12 @@ class Throughput:
         operators: OperatorPlan | None = None,
         structure: StructurePlan | None = None,
         progress: Callable[[str, str], None] = lambda phase, detail: None,
+        disabled_fails: str | None = None,
     ) -> None:
         self._device = device
+        # Why a figure --benchmark-disable kept from being measured fails its test (--accel-strict,
+        # --accel-require-baseline); None: it passes, counted as not judged in the summary.
+        self._disabled_fails = disabled_fails
         self._config = config
         self._benchmark = benchmark  # pytest-benchmark's fixture: receives the rounds, owns --benchmark-disable
         self._timer = timer  # metric name -> the timer for its rounds (under torchrun: ranks start together)
@@ -262,7 +266,7 @@ class Throughput:
         # Mark pytest-benchmark's fixture as used (it warns about unused ones), also when disabled.
         self._benchmark._mode = self._benchmark._mode or "pytest-accel throughput(...)"
         if self._benchmark.disabled:
-            return self._keep(self._run_once(fn, unit, items, name, extra), None)
+            return self._not_timed(fn, unit, items, name, extra)
         plan = self._structure
         if plan is not None and not plan.watch.started:
             plan.watch.start()  # before the test's first call of a compiled workload: it compiles afresh
@@ -399,6 +403,15 @@ class Throughput:
         recorded = self._record(result, verdict)
         self.measurements.append(recorded)
         return recorded
+
+    def _not_timed(self, fn: Callable[[], Any], unit: str, items: float, name: str, extra: Any) -> Measurement:
+        """``--benchmark-disable``: the workload run once, not timed; it fails its test where the run fails what
+        it did not judge (``--accel-strict``, ``--accel-require-baseline``)."""
+        result = self._keep(self._run_once(fn, unit, items, name, extra), None)
+        if self._disabled_fails is not None:
+            why = f"timing is disabled (--benchmark-disable), and {self._disabled_fails}"
+            pytest.fail(f"perf not judged: {name}: {why}", pytrace=False)
+        return result
 
     def _run_once(self, fn: Callable[[], Any], unit: str, items: float, name: str, extra: Any) -> Measurement:
         # --benchmark-disable: run the workload once for correctness, as pytest-benchmark does.

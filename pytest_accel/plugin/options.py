@@ -500,13 +500,21 @@ class AccelOptions:
             strict=self.strict,
             require_baseline=self.require_baseline,
             allow_setup_mismatch=self.allow_setup_mismatch,
-            confirmations=self.confirmations,
+            confirmations=0 if self.calibrate else self.confirmations,  # calibration reports moves, judges none
             fresh_process=child if self.fresh_confirmation else None,
             quiet_wait_seconds=self.quiet_wait_seconds,
             one_reading=one_reading,
             recorded=child if self.recorded_minutes > 0 and not (self.update or self.calibrate) else None,
             recorded_minutes=self.recorded_minutes,
         )
+
+    def unjudged_fails(self) -> str | None:
+        """The option that fails a figure that was never judged (not measured, nothing to compare), or None."""
+        if self.update or self.calibrate:
+            return None
+        if self.strict:
+            return "--accel-strict is set"
+        return "--accel-require-baseline is set" if self.require_baseline else None
 
     def thread_advice(self, device_kind: str, cores: int) -> str:
         """Advice when ``--accel-cpu-threads`` asks the CPU for more threads than the host has cores; else ""."""

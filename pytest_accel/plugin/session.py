@@ -16,8 +16,9 @@ import pytest
 
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.judgement.calibrate import StandardNeighbour
+from pytest_accel.judgement.comparable import NO_BASELINE
 from pytest_accel.judgement.confirm import in_fresh_process
-from pytest_accel.judgement.recording import stale_lines
+from pytest_accel.judgement.recording import orphaned_tests, stale_lines
 from pytest_accel.judgement.results import USER_PROPERTY, Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.outputs.terminal import device_lines, history_line
@@ -64,6 +65,7 @@ class AccelSession:
         self.traces: list[Path] = []  # --accel-trace files written by this run
         self.problems: list[str] = []  # what went wrong beside the tests (a neighbour), shown under the table
         self.unwritten: list[tuple[str, str]] = []  # (what, why) of the outputs sessionfinish could not write
+        self.collected: set[str] = set()  # every test collected, selected or not
         self.figures = RunFigures(parts.device, parts.store, options.profile, parts.world_size)
         self.neighbour: StandardNeighbour | None = None  # --accel-calibrate's, while it runs
         if options.device != "auto":
@@ -85,6 +87,7 @@ class AccelSession:
             operators=operator_plan(options, item.nodeid, alone, self.traces.append, self.config.option.verbose > 0),
             structure=structure_plan(options, item.nodeid, marker, alone, parts.structure_gate),
             progress=self._live(item.nodeid),
+            disabled_fails=options.unjudged_fails(),
         )
 
     def _live(self, test: str) -> LiveStatus:
@@ -149,10 +152,15 @@ class AccelSession:
             if takes_structures(self.options, self.parts.world is None):
                 self.parts.structure_gate()  # so does a corrupt structural record
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Deselected tests still exist: a baseline of theirs is not left behind (``orphaned_tests``)."""
+        self.collected.update(item.nodeid for item in items)
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """``--accel-calibrate``: start the standard neighbour. ``--accel-stale`` / ``--accel-prune``: list
         (and remove) entries of tests that no longer exist."""
         options, parts = self.options, self.parts
+        self.collected.update(item.nodeid for item in session.items)
         if options.calibrate and parts.world is None and not hasattr(self.config, "workerinput"):
             self._start_neighbour([item.nodeid for item in session.items if is_perf_item(item)])
         if not options.stale or hasattr(self.config, "workerinput"):
@@ -187,9 +195,13 @@ class AccelSession:
         terminalreporter.write_sep("=", "accel measurements")
         key = self.parts.key()
         waits, sittings = self.parts.waits(), self.parts.sittings()
+        new = [r.test for r in self.recorded if r.verdict is not None and r.verdict.time.abstention is not None
+               and r.verdict.time.abstention.why == NO_BASELINE]  # fmt: skip
+        baselined = {test for test, _ in self.parts.baselines()} if new else set()  # loaded: a figure was judged
         lines = summary_lines(
-            self.recorded, key, self.options, self.traces, self.problems, self.unwritten, waits, sittings
-        )
+            self.recorded, key, self.options, self.traces, self.problems, self.unwritten, waits, sittings,
+            orphaned_tests(baselined, self.collected, new),
+        )  # fmt: skip
         for line, red in lines:
             terminalreporter.write_line(line, red=red)
 
