@@ -19,7 +19,7 @@ import pytest
 from support import commit, git
 
 from pytest_accel.commands.ab import ABSettings, Sitting, Track, _prepare_out, deselected
-from pytest_accel.commands.absides import Side, Worker
+from pytest_accel.commands.absides import Side, Worker, _in_side
 from pytest_accel.core.outcomes import Outcome
 from pytest_accel.judgement.paired import SequentialPlan, judge_pairs
 
@@ -188,6 +188,50 @@ def test_base_python_runs_the_same_tree_with_another_interpreter(repo: Path) -> 
     assert_nothing_left(repo)
 
 
+# A workload whose cost a variable decides: the base's runs get AB_FAST=1 (--base-env) and do a third of the work.
+ENV_KERNEL = "import os\n\ndef work():\n    return sum(range(2000 * (1 if os.environ.get('AB_FAST') else 3)))\n"
+
+
+@pytest.mark.slow
+def test_base_env_measures_the_same_tree_with_a_variable_set_on_one_side(repo: Path) -> None:
+    """A kernel developer's A/B of an environment, not a commit: the same tree and interpreter, a variable set for
+    the base alone; the head, without it, is 3x slower."""
+    commit(repo, "env kernel", **{"kernel.py": ENV_KERNEL})
+    done = ab(repo, "--base-env", "AB_FAST=1", "--max-pairs", "6", *SELECTION)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "and AB_FAST=1" in done.stdout and "| regressed |" in done.stdout
+    comparison = json.loads((repo / ".pytest-accel-ab" / "comparison.json").read_text())
+    assert comparison["base"]["env AB_FAST"] == "1" and "env AB_FAST" not in comparison["head"]
+    assert_nothing_left(repo)
+
+
+@pytest.mark.slow
+def test_a_package_on_pythonpath_inside_the_repository_is_taken_from_each_sides_tree(repo: Path) -> None:
+    """A package in a sub-folder put on PYTHONPATH (as a src/ layout or a monorepo's lib/ is): the base's runs
+    import the base's copy of it, so a slowdown planted in the working tree's copy is seen."""
+    (repo / "lib").mkdir()
+    commit(repo, "kernel in lib/", **{"lib/kernel.py": KERNEL.format(slow=1)})
+    (repo / "kernel.py").unlink()
+    commit(repo, "only lib/kernel.py")
+    git(repo, "tag", "lib-good")
+    (repo / "lib" / "kernel.py").write_text(KERNEL.format(slow=3))  # uncommitted, in the working tree's lib/
+    env = {**os.environ, "PYTHONPATH": str(repo / "lib")}
+    done = ab(repo, "--base", "lib-good", "--max-pairs", "6", *SELECTION, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "| regressed |" in done.stdout
+    assert_nothing_left(repo)
+
+
+def test_a_pythonpath_entry_inside_the_working_tree_is_read_in_the_sides_own_tree(tmp_path: Path) -> None:
+    top, checkout = tmp_path / "project", tmp_path / "worktree"
+    (top / "lib").mkdir(parents=True)
+    base = Side("base", "good", "c0ffee", checkout, checkout, sys.executable, checkout_of=top)
+    head = Side("head", "tree", "c0ffee", top, top, sys.executable)
+    assert _in_side(str(top / "lib"), base) == str(checkout / "lib")
+    assert _in_side(str(tmp_path / "elsewhere"), base) == str(tmp_path / "elsewhere")
+    assert _in_side(str(top / "lib"), head) == str(top / "lib")
+
+
 def test_an_unknown_revision_is_a_usage_error(repo: Path) -> None:
     done = ab(repo, "--base", "no-such-rev", *SELECTION)
     assert done.returncode == 2
@@ -305,6 +349,8 @@ def test_a_run_that_dies_or_a_worker_that_cannot_start_answers_with_its_exit_cod
         (["--min-rounds", "0"], "--min-rounds must be at least 1"),
         (["--measure-seconds", "nan"], "--measure-seconds must be a positive number"),
         (["--base-python", sys.executable], "exactly one of --base REV and --base-python"),
+        (["--base-env", "AB_FAST=1"], "exactly one of --base REV and --base-python"),
+        (["--base-env", "=1"], "expected NAME=VALUE, got '=1'"),
         (["--", "--accel-update"], "never updates baselines"),
     ],
 )

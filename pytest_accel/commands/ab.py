@@ -80,6 +80,7 @@ class ABSettings:
     base: str | None = None  # a git revision
     head: str | None = None  # a git revision; None: the working tree
     base_python: str | None = None  # instead of ``base``: the same tree, another interpreter
+    base_env: tuple[tuple[str, str], ...] = ()  # instead of ``base`` (or beside base_python): variables set
     plan: SequentialPlan = field(default_factory=SequentialPlan)
     plans: Mapping[str, SequentialPlan] = field(default_factory=dict)  # a test's own plan (bisect's steps)
     max_minutes: float = 15.0
@@ -107,8 +108,9 @@ class ABSettings:
 @contextlib.contextmanager
 def prepared_sides(settings: ABSettings) -> Iterator[tuple[Side, Side]]:
     """The two trees to measure, checked out for the sitting and removed after it."""
-    if (settings.base is None) == (settings.base_python is None):
-        raise ABError("give exactly one of --base REV and --base-python PATH")
+    environment_side = settings.base_python is not None or bool(settings.base_env)
+    if (settings.base is None) == (not environment_side):
+        raise ABError("give exactly one of --base REV and --base-python PATH (or --base-env NAME=VALUE)")
     if settings.base_python is not None and shutil.which(settings.base_python) is None:
         raise ABError(f"--base-python {settings.base_python}: no such interpreter")
     needs_git = settings.base is not None or settings.head is not None
@@ -135,13 +137,17 @@ def prepared_sides(settings: ABSettings) -> Iterator[tuple[Side, Side]]:
             base_python = sys.executable
         else:
             base_root, base_commit = head_root, head_commit
-            base_python = str(settings.base_python)
-            base_label = f"{head_label} with {base_python}"
+            base_python = settings.base_python or sys.executable
+            variables = " ".join(f"{name}={value}" for name, value in settings.base_env)
+            base_label = f"{head_label} with {base_python}" + (f" and {variables}" if variables else "")
             head_label = f"{head_label} with {sys.executable}"
+        stands_in = {name: top if root != top else None for name, root in (("base", base_root), ("head", head_root))}
         yield (
-            Side("base", base_label, base_commit, base_root, base_root / here, base_python),
-            Side("head", head_label, head_commit, head_root, head_root / here, sys.executable),
-        )
+            Side("base", base_label, base_commit, base_root, base_root / here, base_python,
+                 checkout_of=stands_in["base"], variables=settings.base_env),
+            Side("head", head_label, head_commit, head_root, head_root / here, sys.executable,
+                 checkout_of=stands_in["head"]),
+        )  # fmt: skip
 
 
 Key = tuple[str, str]  # (test id, metric)

@@ -57,9 +57,14 @@ class Side:
     cwd: Path  # where pytest runs: the user's folder, inside this tree
     python: str
     peak_file: Path | None = None  # where its runs share the device's peaks (engine.machine.shared_peak)
+    # The working tree this side's checkout stands in for: a PYTHONPATH entry inside it (a package in a
+    # sub-folder, a src/ layout) is taken from this side's tree, not the working tree. None: this is it.
+    checkout_of: Path | None = None
+    variables: tuple[tuple[str, str], ...] = ()  # set for this side's runs alone (--base-env NAME=VALUE)
 
     def describe(self) -> dict[str, str]:
-        return {"label": self.label, "commit": self.commit, "root": str(self.root), "python": self.python}
+        described = {"label": self.label, "commit": self.commit, "root": str(self.root), "python": self.python}
+        return {**described, **{f"env {name}": value for name, value in self.variables}}
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -124,17 +129,30 @@ def _environment(side: Side) -> dict[str, str]:
     # The tree's own code first: an installed (editable) copy of the project would otherwise answer
     # for both sides. Compiled code must be built per tree: that is what --base-python is for.
     paths = [str(side.root)] + ([str(side.root / "src")] if (side.root / "src").is_dir() else [])
-    inherited = os.environ.get("PYTHONPATH")
+    inherited = [_in_side(entry, side) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     environment = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(paths + ([inherited] if inherited else [])),
+        "PYTHONPATH": os.pathsep.join(paths + inherited),
         "PYTEST_ACCEL_AB_SIDE": side.name,
         **({PEAK_FILE_ENV: str(side.peak_file)} if side.peak_file is not None else {}),
+        **dict(side.variables),
     }
     # The worker imports torch before its runs' plugin could ask for huge pages: ask here, for both
     # sides alike (under --accel-host-allocator system the runs then say glibc-huge).
     ask_for_huge_pages("steady", environment)
     return environment
+
+
+def _in_side(entry: str, side: Side) -> str:
+    """A PYTHONPATH entry as this side sees it: inside the working tree its checkout stands in for, the same
+    folder of this side's tree (else both sides would import the working tree's code there); else as it is."""
+    if side.checkout_of is None:
+        return entry
+    try:
+        inside = Path(entry).resolve().relative_to(side.checkout_of.resolve())
+    except (ValueError, OSError):
+        return entry
+    return str(side.root / inside)
 
 
 def log_tail(log: Path) -> str:

@@ -336,6 +336,7 @@ def cmd_ab(options: argparse.Namespace) -> int:
         base=options.base,
         head=options.head,
         base_python=options.base_python,
+        base_env=tuple(options.base_env),
         **_sitting_options(options),  # type: ignore[arg-type]
     )
     return _stopped_by_sigterm(lambda: run_ab(settings), "ab")
@@ -480,6 +481,11 @@ def _add_ab_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     ab.add_argument("--base", metavar="REV", help="the reference build: a git revision, checked out in a worktree")
     ab.add_argument("--head", metavar="REV", help="the candidate: a git revision (default: the working tree as is)")
     ab.add_argument("--base-python", metavar="PATH", help="instead of --base: the same tree run by this interpreter")
+    ab.add_argument(
+        "--base-env", metavar="NAME=VALUE", action="append", type=_variable, default=[],
+        help="instead of --base (or beside --base-python): the same tree with this variable set for the base's runs"
+        " (repeatable): a library build, a kernel switch, a thread count A/B'd in one sitting",
+    )  # fmt: skip
     _add_sitting_options(ab, ".pytest-accel-ab", max_pairs=40, max_minutes=15.0)
     ab.set_defaults(run=cmd_ab)
 
@@ -560,6 +566,14 @@ def _tolerance(text: str) -> float:
         return number_text(text, zero_allowed=True)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{error} (0.05 is 5%)") from None
+
+
+def _variable(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` as a pair; an argparse error naming the form otherwise."""
+    name, equals, value = text.partition("=")
+    if not equals or not name or not name.replace("_", "").isalnum():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

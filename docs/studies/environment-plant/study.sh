@@ -22,7 +22,7 @@ select=(perf_tests/test_attention.py -k "test_attention_forward and sdpa and not
 if [ "$what" = setup ]; then
   git clone -q "$(git rev-parse --show-toplevel)" "$out/head"
   python3 -m venv "$out/venv"
-  "$python" -m pip install --quiet torch==2.13.0
+  "$python" -m pip install --quiet torch==2.13.0 numpy
   "$python" -m pip install --quiet -e "$out/head"
   exit 0
 fi
