@@ -272,3 +272,18 @@ def test_a_baseline_left_behind_by_a_rename_is_named() -> None:
         "accel:   test_a[old-id]  (new in its file: test_a[new-id])",
         "accel:   rename its entries in the baseline file, or drop them: pytest <same args> --accel-prune",
     ]
+
+
+def test_a_thread_count_a_fixture_set_under_the_run_fails_the_test_naming_it(perf_pytester: pytest.Pytester) -> None:
+    perf_pytester.makeconftest(
+        "import pytest, torch\n\n@pytest.fixture(autouse=True)\ndef threads():\n    torch.set_num_threads(2)\n"
+    )
+    perf_pytester.makepyfile(test_perf=PERF_TEST)
+    options = ("--device", "cpu", "--accel-cpu-threads", "1", *FAST_OPTIONS)
+    result = perf_pytester.runpytest_subprocess(*options)
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*perf not judged: throughput: the setup changed under the run: torch runs 2 threads, not the 1 this run "
+        "measures with (--accel-cpu-threads): something set them after pytest-accel did*",
+    ])  # fmt: skip
+    perf_pytester.runpytest_subprocess(*options, "--accel-allow-setup-mismatch").assert_outcomes(passed=1)

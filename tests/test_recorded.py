@@ -340,6 +340,44 @@ def test_a_slowdown_from_a_plugin_on_pythonpath_fails_naming_it(recorded: tuple[
     assert len(git(folder, "worktree", "list").splitlines()) == 1
 
 
+LIBRARY_KERNEL = "from planted_lib import work\n"
+LIBRARY = "def work():\n    return sum(range(4000 * {slow}))\n"
+
+
+def _library(folder: Path, version: str, slow: int) -> Path:
+    """A distribution ``planted-lib`` at ``version`` on a folder of its own (what ``pip install`` leaves)."""
+    (folder / "planted_lib").mkdir(parents=True)
+    (folder / "planted_lib" / "__init__.py").write_text(LIBRARY.format(slow=slow))
+    info = folder / f"planted_lib-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: planted-lib\nVersion: {version}\n")
+    (info / "RECORD").write_text(f"planted_lib/__init__.py,sha256={version},40\n")
+    return folder
+
+
+@pytest.mark.slow
+def test_a_library_upgraded_to_a_slower_version_fails_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel developer's case: the repository is unchanged, the library it runs went from 1.0 to 2.0 (3x the
+    work). A sitting would run both builds on 2.0; none is held, and the stored figure fails it."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    folder = tmp_path / "project"
+    folder.mkdir()
+    git(folder, "init", "-q")
+    commit(folder, "good", **{"kernel.py": LIBRARY_KERNEL, "test_perf.py": TEST, "pytest.ini": INI})
+    (folder / ".gitignore").write_text("bl/\n*.json\n")
+    v1, v2 = _library(tmp_path / "v1", "1.0", 1), _library(tmp_path / "v2", "2.0", 3)
+    done = pytest_in(folder, "--accel-update", PYTHONPATH=str(v1))
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = pytest_in(folder, "--accel-json", "lib.json", PYTHONPATH=str(v2))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the environment changed since the recordings (planted-lib 1.0 -> 2.0, PYTHONPATH " in done.stdout, (
+        done.stdout
+    )
+    assert len(git(folder, "worktree", "list").splitlines()) == 1
+
+
 def _processes_of(folder: Path) -> list[int]:
     """The live processes whose command line names ``folder`` (this process's tmp: the run's children do)."""
     found = []

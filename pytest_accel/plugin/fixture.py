@@ -199,11 +199,13 @@ class Throughput:
         structure: StructurePlan | None = None,
         progress: Callable[[str, str], None] = lambda phase, detail: None,
         disabled_fails: str | None = None,
+        allow_setup_mismatch: bool = False,
     ) -> None:
         self._device = device
         # Why a figure --benchmark-disable kept from being measured fails its test (--accel-strict,
         # --accel-require-baseline); None: it passes, counted as not judged in the summary.
         self._disabled_fails = disabled_fails
+        self._allow_setup_mismatch = allow_setup_mismatch  # a setup changed under the run is measured, not failed
         self._config = config
         self._benchmark = benchmark  # pytest-benchmark's fixture: receives the rounds, owns --benchmark-disable
         self._timer = timer  # metric name -> the timer for its rounds (under torchrun: ranks start together)
@@ -444,6 +446,9 @@ class Throughput:
     ) -> Measurement:
         device = self._device
         failure: str | None = None
+        if (changed := getattr(device, "setup_changed", lambda: None)()) and not self._allow_setup_mismatch:
+            pytest.fail(f"perf not judged: {name}: the setup changed under the run: {changed}; restore it, or "
+                        "--accel-allow-setup-mismatch measures it as it is", pytrace=False)  # fmt: skip
         if self._probes is None:
             self._probes = self._make_probes()
         try:

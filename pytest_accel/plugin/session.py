@@ -88,6 +88,7 @@ class AccelSession:
             structure=structure_plan(options, item.nodeid, marker, alone, parts.structure_gate),
             progress=self._live(item.nodeid),
             disabled_fails=options.unjudged_fails(),
+            allow_setup_mismatch=options.allow_setup_mismatch,
         )
 
     def _live(self, test: str) -> LiveStatus:

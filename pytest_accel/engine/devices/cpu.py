@@ -164,6 +164,19 @@ class CpuDevice:
         torch.set_num_threads(self.threads)
         self._allocator_in_use = self._allocator(apply=True)
 
+    def setup_changed(self) -> str | None:
+        """What changed in this device's setup since ``activate`` (torch's thread count, set again by a conftest or
+        a fixture), in a sentence; None when nothing did."""
+        import torch
+
+        now = torch.get_num_threads()
+        if now == self.threads:
+            return None
+        return (
+            f"torch runs {now} threads, not the {self.threads} this run measures with (--accel-cpu-threads): "
+            "something set them after pytest-accel did (torch.set_num_threads in a conftest or a fixture)"
+        )
+
     def _allocator(self, apply: bool) -> str:
         """The host allocator's provenance name (``hostalloc``), its mode applied or only foreseen."""
         return with_huge_pages(configure_host_allocator(self.host_allocator, apply), large_blocks_on_huge_pages())
