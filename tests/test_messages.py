@@ -81,6 +81,14 @@ def test_a_regression_confirmed_beside_its_recorded_build_says_so_and_one_that_c
     shallow = RecordedWord("", "commit 612bd91a0c3e is not in this clone (a shallow one?)")
     lines = failure_lines(TEST, replace(gate, recorded=shallow), ENTRY, "regressed", {"torch": "2.13.0+cpu"})
     assert lines[3] == "  recorded build: not measured: commit 612bd91a0c3e is not in this clone (a shallow one?)"
+    changed = RecordedWord("", "the environment changed since the recordings: plugin spin_late added, PYTHONPATH "
+                               "unset -> '…ies/environment-plant/../quiet-wait'")  # fmt: skip
+    lines = failure_lines(TEST, replace(gate, recorded=changed), ENTRY, "regressed", {"torch": "2.13.0+cpu"})
+    assert lines[3] == (
+        "  recorded build: not measured: the environment changed since the recordings: plugin spin_late added…"
+    )  # the whole list under -v, and in the result file
+    verbose = failure_lines(TEST, replace(gate, recorded=changed), ENTRY, "regressed", {"torch": "2.13.0+cpu"}, True)
+    assert verbose[3].endswith("PYTHONPATH unset -> '…ies/environment-plant/../quiet-wait'")
 
 
 # The fresh recordings of docs/studies/huge-pages: three within 11 minutes, a run 1.7 hours later.

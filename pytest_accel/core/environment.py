@@ -128,7 +128,11 @@ def _version(value: str | None) -> str:
     return (value or "").partition("#")[0]
 
 
+# A variable's value shown in a change, at most this long: its end kept (a path's last folders name it).
+_SHOWN_LENGTH = 40
+
+
 def _shown(value: str | None) -> str:
     if value is None:
         return "unset"
-    return repr(value) if len(value) <= 60 else repr(value[:57] + "...")
+    return repr(value) if len(value) <= _SHOWN_LENGTH else repr("…" + value[1 - _SHOWN_LENGTH :])

@@ -85,7 +85,8 @@ def failure_lines(
         if not gate.judged_beside:
             lines.append(f"  believed: {_believed(time, gate.fresh)}")
         if gate.recorded is not None:
-            lines.append(f"  {'judged' if gate.judged_beside else 'recorded build'}: {_beside(gate.recorded)}")
+            beside = f"  {'judged' if gate.judged_beside else 'recorded build'}: {_beside(gate.recorded)}"
+            lines.append(beside if verbose else _clipped(beside))
         if time.ruled_out:
             lines.append(f"  ruled out: {'; '.join(time.ruled_out)}")
     else:
@@ -114,6 +115,19 @@ def failure_lines(
     if verbose and time.outcome is not Outcome.UNCHANGED:
         lines.append(f"  the whole reasoning: {time.reason}")
     return lines
+
+
+# A failure line's width: a longer one is cut at its last phrase that fits (the whole line under -v and in the
+# result file).
+_WIDTH = 120
+
+
+def _clipped(line: str) -> str:
+    if len(line) <= _WIDTH:
+        return line
+    cut = line[: _WIDTH - 1]
+    at = max(cut.rfind(", "), cut.rfind(": "))
+    return (cut[:at] if at > _WIDTH // 2 else cut) + "…"
 
 
 def _believed(time: Verdict, fresh: FreshVerdict | None) -> str:

@@ -89,7 +89,7 @@ def recorded_commit(
         return "", f"{whose} name their environment, so nothing proves it unchanged"
     if then != now:
         said = environment_changes(then) or f"environment {then} -> {now}"
-        return "", f"the environment changed since the recordings ({said}), which a checkout does not undo"
+        return "", f"the environment changed since the recordings: {said}"  # no checkout undoes it
     try:
         git(rootdir, "cat-file", "-e", f"{commit}^{{commit}}", timeout=30)
     except GitError:

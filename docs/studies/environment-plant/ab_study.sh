@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# ab across environments: two virtual environments alike but for a .pth file in one that plants +10% (the
+# quiet-wait study's spin_plant, fn mode, loaded through PYTEST_PLUGINS), measured with --base-python on the PR
+# workflow's selection (the 8 forward SDPA tests). Run after study.sh setup (it reuses OUT/venv and OUT/head):
+#   docs/studies/environment-plant/ab_study.sh setup OUT    # OUT/venv-planted: OUT/venv's packages and the .pth
+#   docs/studies/environment-plant/ab_study.sh run OUT N    # sitting N: planted head against the clean base, then
+#                                                           # the clean environment against itself
+set -uo pipefail
+what=${1:?setup or run}
+out=$(cd "${2:?give a folder}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+clean="$out/venv/bin/python"
+planted="$out/venv-planted/bin/python"
+if [ "$what" = setup ]; then
+  python3 -m venv "$out/venv-planted"
+  "$planted" -m pip install --quiet torch==2.13.0 numpy
+  "$planted" -m pip install --quiet -e "$out/head"
+  site=$("$planted" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  # A start-up file, as a library's install may leave one: every process of this environment plants.
+  printf '%s\n' "import os, sys; sys.path.append('$here/../quiet-wait'); os.environ.setdefault('PYTEST_PLUGINS', 'spin_plant'); os.environ.setdefault('ACCEL_SPIN', '0.10'); os.environ.setdefault('ACCEL_SPIN_OF', 'fn')" \
+    >"$site/zz_accel_plant.pth"
+  exit 0
+fi
+n=${3:?give the sitting number}
+cd "$out/head"
+select=(perf_tests/test_attention.py --device cpu -k "sdpa and forward")
+date -u +"ab $n planted %FT%TZ" >>"$out/times"
+"$planted" -m pytest_accel ab --base-python "$clean" --out "$out/ab$n-planted" -- "${select[@]}" \
+  >"$out/ab$n-planted.log" 2>&1
+echo "exit $?" >>"$out/ab$n-planted.log"
+date -u +"ab $n same %FT%TZ" >>"$out/times"
+"$clean" -m pytest_accel ab --base-python "$clean" --out "$out/ab$n-same" -- "${select[@]}" \
+  >"$out/ab$n-same.log" 2>&1
+echo "exit $?" >>"$out/ab$n-same.log"
+date -u +"ab $n done %FT%TZ" >>"$out/times"
