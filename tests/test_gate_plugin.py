@@ -139,6 +139,19 @@ def test_timing_disabled_by_pytest_benchmark_is_not_judged_and_fails_under_stric
     )
 
 
+def test_perf_tests_skipped_by_pytest_benchmark_are_said_and_refused_under_strict(
+    perf_pytester: pytest.Pytester,
+) -> None:
+    perf_pytester.makepyfile(test_sleepy=SLEEPER)
+    (perf_pytester.path / "duration.txt").write_text("0.001")
+    result = perf_pytester.runpytest(*OPTIONS, "--benchmark-skip")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["accel: NOT JUDGED: 2 perf tests skipped by --benchmark-skip*"])
+    strict = perf_pytester.runpytest(*OPTIONS, "--benchmark-skip", "--accel-strict")
+    assert strict.ret == pytest.ExitCode.USAGE_ERROR
+    strict.stderr.fnmatch_lines(["*--benchmark-skip skips every perf test, and --accel-strict is set*"])
+
+
 @pytest.mark.slow
 def test_unchanged_code_passes_against_its_baseline(recorded: pytest.Pytester) -> None:
     result = recorded.runpytest(*OPTIONS)

@@ -17,8 +17,8 @@ from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
 
 __all__ = [
-    "device_lines", "history_line", "measurement_table", "orphan_lines", "verdict_cell", "verdict_summary",
-    "waiting_line",
+    "benchmark_skip_line", "device_lines", "history_line", "measurement_table", "orphan_lines", "verdict_cell",
+    "verdict_summary", "waiting_line",
 ]  # fmt: skip
 
 _HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "% peak", "peak mem", "verdict")
@@ -110,6 +110,15 @@ def _disabled_lines(records: Sequence[Recorded]) -> list[str]:
         "(--benchmark-disable, on the command line, in PYTEST_ADDOPTS or in addopts): a slowdown there would pass "
         "unseen; --accel-strict fails them"
     ]
+
+
+def benchmark_skip_line(skipped: int) -> str:
+    """Perf tests pytest-benchmark's ``--benchmark-skip`` skipped: none was measured, none judged."""
+    return (
+        f"accel: NOT JUDGED: {skipped} perf test{'s' if skipped > 1 else ''} skipped by --benchmark-skip "
+        "(pytest-benchmark's option: on the command line, in PYTEST_ADDOPTS or in addopts): a slowdown there would "
+        "pass unseen; --accel-strict refuses it"
+    )
 
 
 def _moved_lines(records: Sequence[Recorded]) -> list[str]:

@@ -21,7 +21,7 @@ from pytest_accel.judgement.confirm import in_fresh_process
 from pytest_accel.judgement.recording import orphaned_tests, stale_lines
 from pytest_accel.judgement.results import USER_PROPERTY, Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
-from pytest_accel.outputs.terminal import device_lines, history_line
+from pytest_accel.outputs.terminal import benchmark_skip_line, device_lines, history_line
 from pytest_accel.plugin.finish import RunFigures, RunFiles, summary_lines
 from pytest_accel.plugin.fixture import Throughput
 from pytest_accel.plugin.options import AccelOptions
@@ -147,6 +147,10 @@ class AccelSession:
             if reporter is not None and not hasattr(self.config, "workerinput"):
                 for line in self.device_lines():
                     reporter.write_line(line)
+        if perf_items and getattr(self.config.option, "benchmark_skip", False):  # pytest-benchmark skips them all
+            if self.options.unjudged_fails():
+                raise pytest.UsageError(f"--benchmark-skip skips every perf test, and {self.options.unjudged_fails()}")
+            self.problems.append(benchmark_skip_line(len(perf_items)))
         if perf_items:
             self.parts.baselines()  # a corrupt baseline file stops the run before anything is measured
             self._history_line(self.config.pluginmanager.get_plugin("terminalreporter"))
@@ -192,6 +196,8 @@ class AccelSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """One table of every measurement of the run (rank 0 only under torchrun)."""
         if not self.recorded or not self.reports:
+            for problem in self.problems if self.reports else ():  # --benchmark-skip: nothing was measured
+                terminalreporter.write_line(problem, red=True)
             return
         terminalreporter.write_sep("=", "accel measurements")
         key = self.parts.key()
