@@ -287,3 +287,19 @@ def test_a_thread_count_a_fixture_set_under_the_run_fails_the_test_naming_it(per
         "measures with (--accel-cpu-threads): something set them after pytest-accel did*",
     ])  # fmt: skip
     perf_pytester.runpytest_subprocess(*options, "--accel-allow-setup-mismatch").assert_outcomes(passed=1)
+
+
+@pytest.mark.skipif(hostalloc._glibc() is None, reason="needs glibc: the system allocator differs from steady")
+def test_a_recording_in_another_setup_leaves_the_baseline_as_it_was(perf_pytester: pytest.Pytester) -> None:
+    perf_pytester.makepyfile(test_perf=PERF_TEST)
+    options = ("--device", "cpu", "--accel-baselines", "bl", *FAST_OPTIONS)
+    perf_pytester.runpytest_subprocess(*options, "--accel-update").assert_outcomes(passed=1)
+    (stored,) = (perf_pytester.path / "bl").glob("cpu-*/smoke.json")
+    before = stored.read_bytes()
+    other = perf_pytester.runpytest_subprocess(*options, "--accel-host-allocator", "system", "--accel-update")
+    assert other.ret == 0, other.stdout.str()
+    other.stdout.fnmatch_lines([
+        "accel: not recorded: test_perf.py::test_matmul: setup: host_allocator glibc-steady* -> glibc* since its "
+        "baseline; run with the steady host allocator (the default)",
+    ])  # fmt: skip
+    assert stored.read_bytes() == before

@@ -336,8 +336,19 @@ def test_a_slowdown_from_a_plugin_on_pythonpath_fails_naming_it(recorded: tuple[
     assert said in done.stdout, done.stdout
     (row,) = json.loads((folder / "env.json").read_text())["results"]
     beside = row["verdict"]["beside_recorded"]
-    assert beside["minutes"] == 0 and "plugin spin_late added, PYTHONPATH unset -> " in beside["detail"]
+    assert beside["minutes"] == 0 and "plugin spin_late added, PYTHONPATH " in beside["detail"]
     assert len(git(folder, "worktree", "list").splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_a_slower_figure_with_a_steering_variable_changed_is_not_called_the_host(recorded: tuple[Path, str]) -> None:
+    """The figure reads slower (the host ran faster at the recordings) and a variable that steers torch was set
+    since: nothing proves the host alone moved, so no sitting explains the slowdown away."""
+    folder, _ = recorded
+    done = pytest_in(folder, "--accel-json", "var.json", ATEN_PLANTED_SWITCH="1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = "recorded build: not measured: the environment changed since the recordings: ATEN_PLANTED_SWITCH unset"
+    assert said in done.stdout, done.stdout
 
 
 LIBRARY_KERNEL = "from planted_lib import work\n"

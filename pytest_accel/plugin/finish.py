@@ -199,9 +199,9 @@ class RunFiles:
                 self.say(f"not recorded: {display_name(r.test, r.measurement.name)}: {why}")
         measured = [r for r in measured if throttle_problem(r.measurement) is None]
         if not self.options.reset_history:  # a recording is one more sample of the same level, never a new level
-            for r in (absorbed := [r for r in measured if _reads_regressed(r)]):
-                self.say(_absorbed(r))
-            measured = [r for r in measured if r not in absorbed]
+            for r in (refused := [r for r in measured if _refused(r) is not None]):
+                self.say(str(_refused(r)))
+            measured = [r for r in measured if r not in refused]
         if not measured:
             return
         device = self._device()
@@ -223,20 +223,21 @@ class RunFiles:
             self.say(advice)
 
 
-def _reads_regressed(record: Recorded) -> bool:
-    """Whether a figure recorded now reads slower than its own recordings, beyond the tolerance and significant."""
-    return record.verdict is not None and record.verdict.time.outcome is Outcome.REGRESSED
-
-
-def _absorbed(record: Recorded) -> str:
-    """Why a recording that read regressed was not merged into the recordings it is slower than."""
+def _refused(record: Recorded) -> str | None:
+    """Why a figure is not merged into its baseline's recordings, or None: it reads slower than them (beyond the
+    tolerance and significant: a recording does not absorb a slowdown), or it was taken in another setup (it
+    would replace a good baseline with one of the wrong setup). The old entry stays either way."""
     time = record.verdict.time if record.verdict is not None else None
-    change = f" {format_percent_change(time.ratio)}" if time is not None and time.ratio is not None else ""
-    name = display_name(record.test, record.measurement.name)
+    name, test = display_name(record.test, record.measurement.name), record.test.rpartition("::")[2]
+    on_purpose = f"pytest <same args> --accel-reset-history -k {test!r}"
+    if time is not None and time.abstention is not None and time.abstention.setup:
+        return f"not recorded: {name}: {time.abstention.why} since its baseline; {time.abstention.remedy}"
+    if time is None or time.outcome is not Outcome.REGRESSED:
+        return None
+    change = f" {format_percent_change(time.ratio)}" if time.ratio is not None else ""
     return (
         f"not recorded: {name} reads{change} against its own recordings: a recording does not absorb a slowdown"
-        f" (the old entry stays); to record a new level on purpose: pytest <same args> --accel-reset-history"
-        f" -k {record.test.rpartition('::')[2]!r}"
+        f" (the old entry stays); to record a new level on purpose: {on_purpose}"
     )
 
 
