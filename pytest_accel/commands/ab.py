@@ -17,6 +17,7 @@ killed on every way out.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import re
@@ -55,7 +56,7 @@ from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_mem
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.storage.files import encode, write_atomically
 
-__all__ = ["ABError", "ABSettings", "Key", "Sitting", "deselected", "run_ab", "sit"]
+__all__ = ["ABError", "ABSettings", "Key", "Sitting", "deselected", "parse_variable", "run_ab", "sit"]
 
 AB_SCHEMA = 1
 _ROOTDIR = re.compile(r"^rootdir: .*$", re.MULTILINE)  # pytest's header: "rootdir: DIR[, configfile: FILE]"
@@ -103,6 +104,14 @@ class ABSettings:
     def budget(self) -> tuple[int, float | None]:
         """Each run's timing budget per test: (rounds at least, seconds or None for the project's)."""
         return self.min_rounds, self.measure_seconds
+
+
+def parse_variable(text: str) -> tuple[str, str]:
+    """``--base-env NAME=VALUE`` as a pair; an argparse error naming the form otherwise."""
+    name, equals, value = text.partition("=")
+    if not equals or not name or not name.replace("_", "").isalnum():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
 
 
 @contextlib.contextmanager

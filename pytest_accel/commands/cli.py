@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pytest_accel.commands.ab import ABError, ABSettings, run_ab
+from pytest_accel.commands.ab import ABError, ABSettings, parse_variable, run_ab
 from pytest_accel.commands.absides import forget_worktrees
 from pytest_accel.commands.bisect import BisectSettings, from_night, nothing_to_bisect, run_bisect
 from pytest_accel.core.measurement import display_name
@@ -482,7 +482,7 @@ def _add_ab_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     ab.add_argument("--head", metavar="REV", help="the candidate: a git revision (default: the working tree as is)")
     ab.add_argument("--base-python", metavar="PATH", help="instead of --base: the same tree run by this interpreter")
     ab.add_argument(
-        "--base-env", metavar="NAME=VALUE", action="append", type=_variable, default=[],
+        "--base-env", metavar="NAME=VALUE", action="append", type=parse_variable, default=[],
         help="instead of --base (or beside --base-python): the same tree with this variable set for the base's runs"
         " (repeatable): a library build, a kernel switch, a thread count A/B'd in one sitting",
     )  # fmt: skip
@@ -566,14 +566,6 @@ def _tolerance(text: str) -> float:
         return number_text(text, zero_allowed=True)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{error} (0.05 is 5%)") from None
-
-
-def _variable(text: str) -> tuple[str, str]:
-    """``NAME=VALUE`` as a pair; an argparse error naming the form otherwise."""
-    name, equals, value = text.partition("=")
-    if not equals or not name or not name.replace("_", "").isalnum():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return name, value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
