@@ -103,7 +103,7 @@ def test_the_summary_counts_what_limited_the_blind_figures() -> None:
     records.append(recorded(0.3, None))
     assert verdict_summary(records, "cpu-k/smoke", updating=False)[-1] == (
         "accel: 1 of 5 judged figures could see a 10% slowdown; 4 only 12%-30% or more, limited by its recordings' "
-        "spread (2), this run's rounds (1), a noisier machine or baseline (1)"
+        "spread (2), this run's rounds (1), its tolerance (1)"  # a 30% tolerance (an ini's) sets the last one's
     )
 
 
