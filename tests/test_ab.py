@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from support import commit, git
 
+from pytest_accel.commands import absides
 from pytest_accel.commands.ab import ABSettings, Sitting, Track, _prepare_out, deselected
 from pytest_accel.commands.absides import Side, Worker, _in_side
 from pytest_accel.core.outcomes import Outcome
@@ -230,6 +231,21 @@ def test_a_pythonpath_entry_inside_the_working_tree_is_read_in_the_sides_own_tre
     assert _in_side(str(top / "lib"), base) == str(checkout / "lib")
     assert _in_side(str(tmp_path / "elsewhere"), base) == str(tmp_path / "elsewhere")
     assert _in_side(str(top / "lib"), head) == str(top / "lib")
+
+
+def test_an_editable_install_from_a_sub_folder_of_the_working_tree_is_read_in_the_sides_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pip install -e packages/foo`` in a monorepo: the base's runs import the base's packages/foo."""
+    top, checkout = tmp_path / "project", tmp_path / "worktree"
+    (checkout / "packages" / "foo" / "src").mkdir(parents=True)
+    monkeypatch.setattr(absides, "editable_sources", lambda: [top / "packages" / "foo", tmp_path / "elsewhere"])
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    base = Side("base", "good", "c0ffee", checkout, checkout, sys.executable, checkout_of=top)
+    paths = absides._environment(base)["PYTHONPATH"].split(os.pathsep)
+    assert paths == [str(checkout), str(checkout / "packages" / "foo"), str(checkout / "packages" / "foo" / "src")]
+    head = Side("head", "tree", "c0ffee", top, top, sys.executable)
+    assert absides._environment(head)["PYTHONPATH"].split(os.pathsep) == [str(top)]
 
 
 def test_an_unknown_revision_is_a_usage_error(repo: Path) -> None:

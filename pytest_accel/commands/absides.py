@@ -23,6 +23,7 @@ from typing import final
 
 from pytest_accel.commands import abworker
 from pytest_accel.engine.devices.hostalloc import ask_for_huge_pages
+from pytest_accel.engine.environment import editable_sources
 from pytest_accel.engine.machine import PEAK_FILE_ENV
 from pytest_accel.engine.processes import GitError, kill_group, run_child, start_group
 from pytest_accel.engine.processes import git as run_git
@@ -129,6 +130,10 @@ def _environment(side: Side) -> dict[str, str]:
     # The tree's own code first: an installed (editable) copy of the project would otherwise answer
     # for both sides. Compiled code must be built per tree: that is what --base-python is for.
     paths = [str(side.root)] + ([str(side.root / "src")] if (side.root / "src").is_dir() else [])
+    # An editable install from a sub-folder of the working tree (a monorepo's packages/foo): its side's copy.
+    for source in editable_sources() if side.checkout_of is not None else ():
+        if (mapped := _in_side(str(source), side)) != str(source) and mapped not in paths:
+            paths += [mapped, *([str(Path(mapped) / "src")] if (Path(mapped) / "src").is_dir() else [])]
     inherited = [_in_side(entry, side) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     environment = {
         **os.environ,

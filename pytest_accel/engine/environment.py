@@ -25,7 +25,7 @@ from types import ModuleType
 
 from pytest_accel.core.environment import Environment, steering
 
-__all__ = ["take_environment"]
+__all__ = ["editable_sources", "take_environment"]
 
 # An editable install's source files hashed by their sizes and times, at most this many: a large
 # source tree (torch's own) is still stamped in well under a second; a change beyond them goes unseen.
@@ -53,6 +53,16 @@ def take_environment(
     for path in _startup_files():
         parts[f"file {path.name}"] = _file_hash(path)
     return Environment(parts)
+
+
+def editable_sources() -> list[Path]:
+    """The source folders of this environment's editable installs (PEP 610), each once."""
+    found: list[Path] = []
+    for dist in metadata.distributions():
+        source = _editable_source(dist)
+        if source is not None and source not in found:
+            found.append(source)
+    return found
 
 
 def _resolved(path: Path) -> Path:
