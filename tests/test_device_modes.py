@@ -36,11 +36,16 @@ def test_cuda_graph_replay_warms_up_on_a_side_stream_then_captures_the_calls(mon
     assert replay() is out and cuda.replays == 2  # the static output of the last captured call
 
 
-def test_a_workload_that_cannot_be_captured_is_refused_naming_why(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_workload_that_cannot_be_captured_is_refused_naming_why_and_leaves_the_default_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torch's ``graph.__exit__`` raises from ``capture_end`` before leaving the capture stream: without restoring
+    it, every later test of the process would run on the capture stream."""
     capture_error = RuntimeError("operation not permitted when stream is capturing")
-    install_fake_cuda(monkeypatch, FakeCuda(capture_error=capture_error))
-    with pytest.raises(ModeUnavailable, match=r"could not be captured.*not permitted.*timing='eager'"):
-        CudaDevice().graph_replay(lambda: None, 4)
+    cuda = install_fake_cuda(monkeypatch, FakeCuda(capture_error=capture_error))
+    with pytest.raises(ModeUnavailable, match=r"could not be captured.*timing='eager'"):
+        CudaDevice().graph_replay(counting(cuda, lambda: None), 4)
+    assert cuda.current == "default"
 
 
 def test_cuda_flushes_exactly_its_l2(monkeypatch: pytest.MonkeyPatch) -> None:

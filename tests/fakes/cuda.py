@@ -1,10 +1,15 @@
 """A contract fake of the ``torch.cuda`` calls the CUDA backend's timing modes make, and of NVML's clock.
 
 Installed with ``install_fake_cuda(monkeypatch)`` over the real ``torch.cuda`` attributes, it runs
-the backend's code on the CPU: graph capture (``Stream``, ``stream``, ``current_stream``,
+the backend's code on the CPU: graph capture (``Stream``, ``stream``, ``current_stream``, ``set_stream``,
 ``CUDAGraph``, ``graph``, ``synchronize``), the device properties (``L2_cache_size``) and the SM
 clock (``clock_rate``, which asks NVML). Only the calls the backend makes, with the behaviour torch
 documents for them: a capture records the callable's calls and a replay runs them again.
+
+``graph`` follows torch 2.13's ``torch.cuda.graphs.graph`` (read from its source): ``__enter__`` enters
+the capture stream's context, then ``capture_begin``; ``__exit__`` calls ``capture_end`` first and leaves
+the stream only after it. A capture whose body failed makes ``capture_end`` raise (the capture was
+invalidated), so the thread stays on the capture stream unless the caller restores its own.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class FakeCuda:
     captured_calls: int = 0  # calls made inside the last capture
     replays: int = 0
     capturing: bool = False  # a capture is open
+    current: str = "default"  # the thread's current stream: "default", "side" or "capture"
 
     def clock_rate(self, device: Any = None) -> int:
         """``torch.cuda.clock_rate``: NVML's SM clock; the last reading repeats once the list runs out."""
@@ -59,35 +65,51 @@ def install_fake_cuda(monkeypatch: pytest.MonkeyPatch, cuda: FakeCuda | None = N
     @contextmanager
     def stream(side: Any) -> Iterator[None]:
         cuda.log.append("side stream")
+        before, cuda.current = cuda.current, side.name
         yield
+        cuda.current = before
 
-    @contextmanager
-    def graph(fake_graph: _FakeGraph) -> Iterator[None]:
-        cuda.log.append("capture begin")
-        if cuda.capture_error is not None:
-            raise cuda.capture_error
-        cuda.capturing = True
-        try:
-            yield
-        finally:
+    class Graph:  # torch.cuda.graphs.graph, torch 2.13: capture_end before the stream context's exit
+        def __init__(self, fake_graph: _FakeGraph) -> None:
+            self._before = cuda.current
+
+        def __enter__(self) -> None:
+            cuda.current = "capture"
+            cuda.log.append("capture begin")
+            cuda.capturing = True
+
+        def __exit__(self, *args: object) -> None:
             cuda.capturing = False
             cuda.log.append("capture end")
+            if args[0] is not None:  # the body failed: the capture is invalidated, capture_end raises
+                raise RuntimeError("CUDA error: operation failed due to a previous error during capture")
+            cuda.current = self._before
+
+    def body_check() -> None:  # a call the workload makes while capturing: a host sync is refused
+        if cuda.capturing and cuda.capture_error is not None:
+            raise cuda.capture_error
 
     def properties(index: int = 0) -> Any:
         return SimpleNamespace(L2_cache_size=cuda.l2_bytes, total_memory=141 * 2**30, major=9, minor=0)
 
-    stream_object = SimpleNamespace(wait_stream=lambda other: None)
+    side_stream = SimpleNamespace(name="side", wait_stream=lambda other: None)
+
+    def set_stream(chosen: Any) -> None:
+        cuda.current = chosen.name
+
     for name, value in {
-        "Stream": lambda index=None: stream_object,
-        "current_stream": lambda index=None: stream_object,
+        "Stream": lambda index=None: side_stream,
+        "current_stream": lambda index=None: SimpleNamespace(name=cuda.current, wait_stream=lambda other: None),
+        "set_stream": set_stream,
         "stream": stream,
         "CUDAGraph": lambda: _FakeGraph(cuda),
-        "graph": graph,
+        "graph": Graph,
         "synchronize": lambda index=None: cuda.log.append("synchronize"),
         "get_device_properties": properties,
         "clock_rate": cuda.clock_rate,
     }.items():
         monkeypatch.setattr(torch.cuda, name, value, raising=False)
+    cuda.body_check = body_check  # type: ignore[attr-defined]
     return cuda
 
 
@@ -97,6 +119,7 @@ def counting(cuda: FakeCuda, fn: Callable[[], Any]) -> Callable[[], Any]:
     def call() -> Any:
         if cuda.capturing:
             cuda.captured_calls += 1
+            cuda.body_check()  # type: ignore[attr-defined]
         return fn()
 
     return call

@@ -154,6 +154,7 @@ class CpuDevice:
         self.host_allocator = host_allocator  # a mode of hostalloc.HOST_ALLOCATOR_MODES
         self._allocator_in_use: str | None = None
         self._resident_at_reset = 0
+        self._activated = False  # activate() set torch's threads: what setup_changed compares with
 
     def activate(self) -> None:
         """Pin torch's intra-op threads (see ``default_cpu_threads``) and set the host allocator's mode
@@ -162,6 +163,7 @@ class CpuDevice:
         import torch
 
         torch.set_num_threads(self.threads)
+        self._activated = True
         self._allocator_in_use = self._allocator(apply=True)
 
     def setup_changed(self) -> str | None:
@@ -170,7 +172,7 @@ class CpuDevice:
         import torch
 
         now = torch.get_num_threads()
-        if now == self.threads:
+        if not self._activated or now == self.threads:
             return None
         return (
             f"torch runs {now} threads, not the {self.threads} this run measures with (--accel-cpu-threads): "

@@ -158,7 +158,8 @@ class CudaDevice:
         with torch.cuda.stream(side):
             for _ in range(_GRAPH_WARMUP_CALLS):
                 fn()
-        torch.cuda.current_stream(self.index).wait_stream(side)
+        prior = torch.cuda.current_stream(self.index)
+        prior.wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         output: Any = None
         try:
@@ -166,6 +167,9 @@ class CudaDevice:
                 for _ in range(calls):
                     output = fn()
         except RuntimeError as error:
+            # torch.cuda.graph.__exit__ (torch 2.13) calls capture_end, which raises after a failed body, before
+            # it leaves the capture stream: put this thread back on its stream, or every later test runs there.
+            torch.cuda.set_stream(prior)
             raise ModeUnavailable(
                 f"timing='graph': the workload could not be captured in a CUDA graph ({error}); a workload that "
                 "synchronizes with the host, reads a CPU tensor or changes shape between calls cannot be replayed: "
