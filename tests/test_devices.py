@@ -61,6 +61,15 @@ def test_hpu_is_unavailable_when_the_bridge_reports_no_device(monkeypatch: pytes
     assert "is_available() is False" in device.unavailable_reason()
 
 
+def test_a_habana_install_that_refuses_this_torch_is_unavailable_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gaudi-pytorch-bridge 1.19 asserts at import that torch is the build it was made for; a stray Habana install
+    on a CUDA box made --device auto crash."""
+    install_fake_habana(monkeypatch, import_error=AssertionError("not the torch this bridge was built for"))
+    device = HpuDevice()
+    assert not device.is_available()
+    assert device.unavailable_reason().startswith("habana_frameworks failed to import (AssertionError: ")
+
+
 @needs_no_habana
 def test_hpu_unavailable_reason_names_the_missing_package() -> None:
     device = HpuDevice()

@@ -200,10 +200,34 @@ def _module(name: str, *, package: bool = False, **attributes: Any) -> ModuleTyp
 
 
 def install_fake_habana(
-    monkeypatch: pytest.MonkeyPatch, generation: str = "gaudi2", available: bool = True
+    monkeypatch: pytest.MonkeyPatch,
+    generation: str = "gaudi2",
+    available: bool = True,
+    import_error: BaseException | None = None,
 ) -> FakeHabana:
-    """Put a fake ``habana_frameworks`` into ``sys.modules`` for one test; returns its state."""
+    """Put a fake ``habana_frameworks`` into ``sys.modules`` for one test; returns its state.
+
+    ``import_error``: what importing the bridge raises instead. The issue's review of gaudi-pytorch-bridge 1.19
+    reported an ``AssertionError`` from ``habana_frameworks.torch``'s import on a torch it was not built for (and
+    on stock torch in lazy mode); the bridge's source was not available here to confirm the message."""
     fake = FakeHabana(generation, available)
+    if import_error is not None:
+        for name in fake.modules:
+            monkeypatch.delitem(sys.modules, name, raising=False)
+        monkeypatch.setattr(sys, "meta_path", [_Refusing(import_error), *sys.meta_path])
+        return fake
     for name, module in fake.modules.items():
         monkeypatch.setitem(sys.modules, name, module)
     return fake
+
+
+@final
+class _Refusing:
+    """A meta path finder whose import of ``habana_frameworks`` raises what the real bridge raised."""
+
+    def __init__(self, error: BaseException) -> None:
+        self._error = error
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "habana_frameworks" or name.startswith("habana_frameworks."):
+            raise self._error

@@ -76,6 +76,11 @@ class HpuDevice:
         except ImportError as error:
             self._import_error = f"habana_frameworks is not installed ({error})"
             return False
+        except (AssertionError, RuntimeError) as error:
+            # The bridge asserts its torch at import (reported of gaudi-pytorch-bridge 1.19: a torch it was not built
+            # for, or stock torch in lazy mode): a stray install on a CUDA box is "no Gaudi here", not a crash.
+            self._import_error = f"habana_frameworks failed to import ({type(error).__name__}: {error})"
+            return False
         if not available:
             self._import_error = "habana_frameworks.torch.hpu.is_available() is False (no Gaudi visible)"
         return available
