@@ -23,6 +23,7 @@ renders what they found. On the CPU (dry mode) every one runs at tiny sizes, to 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -75,6 +76,8 @@ MATRIX_TEST_SECONDS = 120.0
 # The measured kernel's timed budget beside the heating load, which runs until the measurement ends.
 HEATED_MEASURE_SECONDS = 12.0
 HEATER_MAX_SECONDS = 120.0  # the heater stops by itself even if this process is killed
+# The heated test's pytest, killed past this: its warm-up, 12 s of rounds, a re-measurement, and start-up.
+HEATED_TIMEOUT_SECONDS = 90.0
 THROTTLE_FORCED_AFTER = 3  # the forced check halves the clock reading after this many rounds
 
 MODES_TEST = """
@@ -197,6 +200,31 @@ def verbose_outcomes(printed: str) -> dict[str, dict[str, Any]]:
                 "message": "(from the log: the run was cut short)",
             }
     return outcomes
+
+
+def _watched(
+    command: Sequence[str], cwd: Path, reading: Callable[[], dict[str, float]], timeout: float
+) -> tuple[list[dict[str, float]], str]:
+    """Run ``command`` (its output into a log file: a pipe nobody reads stalls the child past 64 KiB), taking
+    ``reading`` every half second until it ends or ``timeout`` passes (then its whole group is killed); the
+    readings and the output's last lines."""
+    from pytest_accel.engine.processes import kill_group, start_group
+
+    log = cwd / "watched-log.txt"
+    trace: list[dict[str, float]] = []
+    with log.open("w", encoding="utf-8") as sink:
+        ran = start_group(command, cwd, os.environ, stdout=sink)
+        deadline = time.monotonic() + timeout
+        try:
+            while ran.poll() is None and time.monotonic() < deadline:
+                trace.append(reading())
+                time.sleep(0.5)
+        finally:
+            if ran.poll() is None:
+                kill_group(ran)
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    ended = "" if ran.returncode is not None and time.monotonic() < deadline else f"\nkilled after {timeout:g} s"
+    return trace, "\n".join(lines[-12:]) + ended
 
 
 class ModeSections:
@@ -324,13 +352,7 @@ class ModeSections:
                 *self.command, "test_modes_check.py", "-k", "test_heated", "--accel-json", str(result_file),
                 "--accel-baselines", str(self.scratch / "none"), "--accel-measure-seconds", measure_seconds,
             ]  # fmt: skip
-            ran = subprocess.Popen(
-                command, cwd=self.scratch, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-            )
-            while ran.poll() is None:
-                trace.append(_gpu_reading(torch, read))
-                time.sleep(0.5)
-            tail = "\n".join((ran.stdout.read() if ran.stdout else "").splitlines()[-12:])
+            trace, tail = _watched(command, self.scratch, lambda: _gpu_reading(torch, read), HEATED_TIMEOUT_SECONDS)
         finally:
             heater.kill()
             heater.wait()

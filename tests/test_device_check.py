@@ -91,3 +91,17 @@ def test_a_run_cut_short_still_names_the_tests_that_finished() -> None:
         "perf_tests/test_mmdit.py::test_train_step[16-sdpa]": "passed",
         "perf_tests/test_llm.py::test_llm_generation[1]": "skipped",
     }
+
+
+def test_the_heated_pytest_is_read_as_it_writes_and_ended_past_its_time(tmp_path: Path) -> None:
+    """Its output went to a pipe read only at its end: past 64 KiB the child stalled, and nothing ended it."""
+    chatty = [
+        sys.executable,
+        "-c",
+        "import sys\nfor _ in range(40): sys.stdout.write('x' * 4096 + '\\n')\nprint('end')",
+    ]
+    trace, tail = sections._watched(chatty, tmp_path, dict, timeout=60)
+    assert tail.endswith("end")
+    stuck = [sys.executable, "-c", "import time; time.sleep(600)"]
+    trace, tail = sections._watched(stuck, tmp_path, lambda: {"sm_clock_mhz": 1980.0}, timeout=1.5)
+    assert tail.endswith("killed after 1.5 s") and 2 <= len(trace) <= 4
