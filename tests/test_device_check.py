@@ -104,4 +104,4 @@ def test_the_heated_pytest_is_read_as_it_writes_and_ended_past_its_time(tmp_path
     assert tail.endswith("end")
     stuck = [sys.executable, "-c", "import time; time.sleep(600)"]
     trace, tail = sections._watched(stuck, tmp_path, lambda: {"sm_clock_mhz": 1980.0}, timeout=1.5)
-    assert tail.endswith("killed after 1.5 s") and 2 <= len(trace) <= 4
+    assert tail.endswith("killed after 1.5 s") and trace and trace[0] == {"sm_clock_mhz": 1980.0}
