@@ -105,3 +105,17 @@ def test_the_heated_pytest_is_read_as_it_writes_and_ended_past_its_time(tmp_path
     stuck = [sys.executable, "-c", "import time; time.sleep(600)"]
     trace, tail = sections._watched(stuck, tmp_path, lambda: {"sm_clock_mhz": 1980.0}, timeout=1.5)
     assert tail.endswith("killed after 1.5 s") and trace and trace[0] == {"sm_clock_mhz": 1980.0}
+
+
+def test_the_warm_working_set_fits_the_last_level_cache_with_room() -> None:
+    """Source and destination together were the whole L2: not held warm, so "cold is slower" read about 1.0x."""
+    from types import SimpleNamespace
+
+    import torch
+
+    device = SimpleNamespace(kind="cpu", torch_device=lambda: torch.device("cpu"))
+    _, moved = sections.build_working_set("llc", device)
+    cache = min(sections.last_level_cache_bytes(device), sections.DRY_WORKING_SET_BYTES)
+    assert moved == int(cache * sections.LLC_SHARE) <= cache // 2
+    _, beyond = sections.build_working_set("4x-llc", device)
+    assert beyond == 4 * cache
