@@ -21,6 +21,7 @@ from pytest_accel.engine.devices.base import CacheFlush, ModeUnavailable
 from pytest_accel.engine.devices.cpu import CpuDevice, cpu_identity, last_level_cache_bytes
 from pytest_accel.engine.devices.cuda import CudaDevice
 from pytest_accel.engine.devices.hpu import HpuDevice
+from pytest_accel.engine.modes import ThrottleWatch, TimingMode
 from pytest_accel.engine.sampling import MeasureConfig
 from pytest_accel.judgement.gate import GateResult
 from pytest_accel.plugin.fixture import Throughput
@@ -68,6 +69,20 @@ def test_the_sm_clock_is_read_through_nvml(monkeypatch: pytest.MonkeyPatch) -> N
     watch = CudaDevice().clock_watch()
     assert watch.read is not None and watch.note == "SM clock watched through NVML"
     assert watch.read() == 1500.0  # the first reading was the check that NVML answers
+
+
+def test_a_gpu_capped_before_the_rounds_start_is_throttled_from_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvbench holds the clock to the device's default: a card already power-capped (1400 of 1980 MHz) when the
+    rounds start read as its own reference before, and was never flagged."""
+    install_fake_cuda(monkeypatch, FakeCuda(clocks=[1400], default_clock=1980))
+    watch = CudaDevice().clock_watch()
+    assert watch.reference == 1980.0 and watch.note.endswith("held to its default 1980 MHz")
+    throttle = ThrottleWatch(TimingMode(clock=watch.read, clock_reference=watch.reference, sleep=lambda s: None), 0)
+    assert not throttle.discard() and throttle.throttled_rounds == 1  # no retakes planned: kept, and counted
+    install_fake_cuda(monkeypatch, FakeCuda(clocks=[1400]))  # the default not reported: the start's reading
+    unknown = CudaDevice().clock_watch()
+    assert unknown.reference is None
+    assert not ThrottleWatch(TimingMode(clock=unknown.read, sleep=lambda s: None), 0).discard()
 
 
 def test_without_nvml_the_provenance_says_clock_not_watched(monkeypatch: pytest.MonkeyPatch) -> None:

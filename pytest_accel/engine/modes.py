@@ -57,6 +57,7 @@ class TimingMode:
     graph: Callable[[Callable[[], Any], int], Callable[[], Any]] | None = None
     flush: Callable[[], None] | None = None  # cold: run before every timed call, outside the timer
     clock: Callable[[], float] | None = None  # the compute clock (MHz), read around rounds
+    clock_reference: float | None = None  # what a round's clock is held to (ClockWatch.reference); None: the first
     sleep: Callable[[float], None] = time.sleep  # the wait for a throttled clock to recover
 
     def __post_init__(self) -> None:
@@ -102,7 +103,8 @@ class ThrottleWatch:
     def __init__(self, mode: TimingMode, planned_rounds: int) -> None:
         self._clock = mode.clock
         self._sleep = mode.sleep
-        self._reference = self._read()  # the clock as the rounds start
+        # The device's default clock where known (nvbench's reference), else the clock as the rounds start.
+        self._reference = mode.clock_reference if mode.clock is not None and mode.clock_reference else self._read()
         self.retakes_left = planned_rounds  # throttled rounds that may still be discarded and retaken
         self.throttled_rounds = 0
 

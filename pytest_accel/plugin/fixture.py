@@ -512,6 +512,7 @@ class Throughput:
             graph=device.graph_replay if timing == GRAPH else None,
             flush=self._flush.flush if cold and self._flush is not None else None,
             clock=self._clock.read if watched else None,
+            clock_reference=self._clock.reference if watched else None,
         )
 
     def _state_now(self) -> dict[str, float]:

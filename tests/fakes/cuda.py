@@ -14,10 +14,11 @@ invalidated), so the thread stays on the capture stream unless the caller restor
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -33,6 +34,9 @@ class FakeCuda:
     l2_bytes: int = 60 * 2**20  # an H200's L2 (60 MiB)
     clocks: list[float] = field(default_factory=list)  # SM clock readings in MHz, consumed one per call
     clock_error: Exception | None = None  # what clock_rate raises (no pynvml: ModuleNotFoundError)
+    # NVML's default applications clock (nvmlDeviceGetDefaultApplicationsClock, nvidia-ml-py 12/13; an H100 SXM
+    # reports 1980 MHz); None: the query is not supported (NVMLError_NotSupported)
+    default_clock: float | None = None
     capture_error: Exception | None = None  # what a capture raises (a workload that syncs)
     log: list[str] = field(default_factory=list)
     captured_calls: int = 0  # calls made inside the last capture
@@ -109,8 +113,24 @@ def install_fake_cuda(monkeypatch: pytest.MonkeyPatch, cuda: FakeCuda | None = N
         "clock_rate": cuda.clock_rate,
     }.items():
         monkeypatch.setattr(torch.cuda, name, value, raising=False)
+    monkeypatch.setattr(torch.cuda, "_get_pynvml_handler", lambda device=None: ("nvml handle", device), raising=False)
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(cuda))
     cuda.body_check = body_check  # type: ignore[attr-defined]
     return cuda
+
+
+def _fake_pynvml(cuda: FakeCuda) -> ModuleType:
+    """The nvidia-ml-py calls the backend makes beyond torch's: the default applications clock."""
+    module = ModuleType("pynvml")
+    module.NVML_CLOCK_SM = 1  # type: ignore[attr-defined]  # nvml.h: NVML_CLOCK_SM = 1
+
+    def default_clock(handle: Any, clock_type: int) -> int:
+        if cuda.default_clock is None:
+            raise RuntimeError("NVMLError_NotSupported: Not Supported")
+        return int(cuda.default_clock)
+
+    module.nvmlDeviceGetDefaultApplicationsClock = default_clock  # type: ignore[attr-defined]
+    return module
 
 
 def counting(cuda: FakeCuda, fn: Callable[[], Any]) -> Callable[[], Any]:

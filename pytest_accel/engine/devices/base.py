@@ -51,6 +51,9 @@ class ClockWatch:
 
     read: Callable[[], float] | None  # the clock now (MHz); None where it cannot be read
     note: str  # for the provenance: how the clock is watched, or why it is not
+    # The clock a round is held to (MHz): the device's default compute clock, as nvbench compares with (a GPU
+    # capped before the rounds start is throttled from the first); None: the reading as the rounds start.
+    reference: float | None = None
 
 
 class RegionTimer(Protocol):

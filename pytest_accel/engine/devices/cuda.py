@@ -211,8 +211,23 @@ class CudaDevice:
             torch.cuda.clock_rate(self.index)
         except Exception as error:  # no pynvml (ModuleNotFoundError), or NVML without a driver
             return ClockWatch(None, f"clock not watched: the SM clock cannot be read ({type(error).__name__}: {error})")
-        index = self.index
-        return ClockWatch(lambda: float(torch.cuda.clock_rate(index)), "SM clock watched through NVML")
+        index, default = self.index, _default_sm_clock(self.index)
+        note = "SM clock watched through NVML" + (f", held to its default {default:.0f} MHz" if default else "")
+        return ClockWatch(lambda: float(torch.cuda.clock_rate(index)), note, default)
+
+
+def _default_sm_clock(index: int) -> float | None:
+    """The GPU's default SM clock (NVML's default applications clock, MHz), through the handle torch's own
+    ``clock_rate`` uses (``CUDA_VISIBLE_DEVICES`` mapped); None where NVML does not say."""
+    import torch
+
+    try:
+        import pynvml  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        handle = torch.cuda._get_pynvml_handler(index)
+        return float(pynvml.nvmlDeviceGetDefaultApplicationsClock(handle, pynvml.NVML_CLOCK_SM)) or None
+    except Exception:  # no pynvml, an NVML without a driver, a GPU that does not report it (NVMLError_NotSupported)
+        return None
 
 
 # Calls of a workload on a side stream before its CUDA graph is captured (torch's CUDA-graph notes).
