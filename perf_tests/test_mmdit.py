@@ -83,30 +83,13 @@ def test_joint_block(
     check_measurement(result, unit="images", items=batch, flops=flops)
 
 
-def _checkpointing(model: Any, profile: str) -> str:
-    """The full profile checkpoints every transformer block, as a setup that fits one device must.
-
-    Stability trained this model at batch 16 per device (Gaudi 2 at 16, 1.5x an H100-80GB; batch 32
-    fit Gaudi 2's 96 GB). Without activation checkpointing, batch 16 at 1024x1024 peaked at
-    137.56 GiB on a 139.8 GiB H200 and ran out of memory (docs/studies/device-check-h200, 2026-12-01): fp32
-    master weights, gradients and AdamW's two moments are 32 GB; every block's activations the rest.
-    With diffusers' ``enable_gradient_checkpointing`` only each block's inputs are kept and its
-    activations are recomputed in the backward pass (about a third more compute; the figure's FLOPs
-    stay the model's: 3x forward). The smoke profile keeps every activation.
-    """
-    if profile != "full":
-        return "off"
-    model.enable_gradient_checkpointing()
-    return "blocks"
-
-
 @pytest.mark.parametrize("processor", ["sdpa", "sdpa-math", "xformers", "gaudi-fused-sdpa"])
 @pytest.mark.parametrize("batch", [16, 32])
 def test_train_step(throughput: Any, accel_device: Device, accel_profile: str, batch: int, processor: str) -> None:
     """Rectified-flow training step + AdamW: images/s per device at the study's batch sizes (smoke: /8).
 
     Full: 1024x1024 images (4096 image tokens), batch 16 and 32 per device as Stability's training
-    table, every block checkpointed (``_checkpointing``). Smoke: the small model at 512x512-equivalent
+    table, every block checkpointed (``mmdit.checkpointing``). Smoke: the small model at 512x512-equivalent
     tokens, batch 2 and 4.
     """
     config = _config(accel_profile, accel_device)
@@ -115,7 +98,7 @@ def test_train_step(throughput: Any, accel_device: Device, accel_profile: str, b
         batch //= 8
     side = mmdit.latent_side(1024 if accel_profile == "full" else 512, accel_profile)
     model = mmdit.build(config, accel_device)  # fp32 master weights; autocast computes in bf16
-    checkpointing = _checkpointing(model, accel_profile)
+    checkpointing = mmdit.checkpointing(model, accel_profile)
     data = mmdit.make_batch(config, batch, side, accel_device, torch.float32)
     step = mmdit.train_step(model, data, accel_device)
     flops = 3 * mmdit.forward_flops(config, batch, side)  # forward + backward (2x forward)
@@ -133,7 +116,7 @@ def test_checkpointed_step_computes_what_the_plain_one_does(accel_device: Device
     gradients = []
     for profile in ("smoke", "full"):
         model = mmdit.build(config, accel_device).train()
-        assert _checkpointing(model, profile) == ("blocks" if profile == "full" else "off")
+        assert mmdit.checkpointing(model, profile) == ("blocks" if profile == "full" else "off")
         out = model(data.latents, data.text, data.pooled, torch.tensor([500.0, 250.0]), return_dict=False)[0]
         out.square().mean().backward()
         gradients.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
