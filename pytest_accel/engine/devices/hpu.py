@@ -208,11 +208,13 @@ class HpuDevice:
         return [ProfilerActivity.CPU, hpu]
 
     def graph_replay(self, fn: Callable[[], Any], calls: int) -> Callable[[], Any]:
-        """Refused: Habana documents HPU graphs for modules (``wrap_in_hpu_graph``), not for a callable's N calls."""
+        """Refused, for now: the bridge can capture a callable's calls (``HPUGraph`` capture and replay, the
+        ``graph`` context, ``wrap_in_hpu_graph_func`` in lazy mode), but no Gaudi has run it here to check."""
         raise ModeUnavailable(
-            "timing='graph' captures N calls of a callable as one graph, which Habana's documented API does not "
-            "offer (HPU graphs wrap a module: habana_frameworks.torch.hpu.wrap_in_hpu_graph, lazy mode); wrap the "
-            "model in the test and time it with timing='eager': each call then replays its HPU graph"
+            "timing='graph' on Gaudi is not written yet: the bridge's HPUGraph capture and replay (and "
+            "wrap_in_hpu_graph_func, lazy mode) could capture N calls, but none has run on a Gaudi here; until then "
+            "wrap the model in the test (habana_frameworks.torch.hpu.wrap_in_hpu_graph) and time it with "
+            "timing='eager': each call then replays its HPU graph"
         )
 
     def cache_flusher(self) -> CacheFlush:
