@@ -529,3 +529,27 @@ def test_a_sync_unstable_on_one_side_is_compared_on_neither() -> None:
     stable = Structure({"aten::item": 141, "aten::_local_scalar_dense": 141})
     varied = Structure({"aten::item": 141, "aten::_local_scalar_dense": 141}, unstable=("aten::_local_scalar_dense",))
     assert changes(stable, varied) == [] and changes(varied, stable) == []
+
+
+def test_a_devices_copy_of_a_compiled_graph_call_is_neither_counted_nor_keyed_by_its_hash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a GPU the profiler copies ``## Call CompiledFxGraph <hash> ##`` onto the device's timeline; keyed by its
+    hash, a rebuilt inductor graph read as a structural change."""
+    from pytest_accel.engine import structure as structure_module
+
+    def events(hash_: str) -> dict[tuple[str, str], int]:
+        return {(f"## Call CompiledFxGraph {hash_} ##", "CPU"): 2, (f"## Call CompiledFxGraph {hash_} ##", "CUDA"): 2,
+                ("triton_poi_fused_add_0", "CUDA"): 2}  # fmt: skip
+
+    class Device:
+        kind = "cpu"
+
+    blocks = []
+    for hash_ in ("f3a9c1", "0b7d2e"):
+        monkeypatch.setattr(structure_module, "profiled", lambda *args, **kwargs: None)
+        monkeypatch.setattr(structure_module, "event_counts", lambda profile, h=hash_: events(h))
+        blocks.append(structure_module._block(lambda: None, Device(), 2, []))  # type: ignore[arg-type]
+    assert (
+        blocks[0] == blocks[1] == ({"## Call CompiledFxGraph ##": 2.0, "[cuda kernel] triton_poi_fused_add_0": 2.0}, 0)
+    )

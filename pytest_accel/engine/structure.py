@@ -158,6 +158,8 @@ def _block(fn: Callable[[], Any], device: Device, calls: int, activities: list[A
             if kind in ("", "CPU"):  # the host's annotation; a device's copy of it is not another run
                 regions += count
             continue
+        if kind not in ("", "CPU") and _GRAPH_CALL.match(name):
+            continue  # a device's copy of the host's graph-call annotation (its hash is inductor's, per build)
         key = _normalised(name) if kind in ("", "CPU") else f"[{kind.lower()} kernel] {name}"
         counts[key] = counts.get(key, 0.0) + float(count)
     return {name: n for name, n in counts.items() if n > 0}, regions
