@@ -367,6 +367,7 @@ def test_a_run_that_dies_or_a_worker_that_cannot_start_answers_with_its_exit_cod
         (["--base-python", sys.executable], "exactly one of --base REV and --base-python"),
         (["--base-env", "AB_FAST=1"], "exactly one of --base REV and --base-python"),
         (["--base-env", "=1"], "expected NAME=VALUE, got '=1'"),
+        (["--head-python", "/no/such/python"], "--head-python /no/such/python: no such interpreter"),
         (["--", "--accel-update"], "never updates baselines"),
     ],
 )

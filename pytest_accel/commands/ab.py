@@ -82,6 +82,7 @@ class ABSettings:
     head: str | None = None  # a git revision; None: the working tree
     base_python: str | None = None  # instead of ``base``: the same tree, another interpreter
     base_env: tuple[tuple[str, str], ...] = ()  # instead of ``base`` (or beside base_python): variables set
+    head_python: str | None = None  # the head's interpreter (default: this one)
     plan: SequentialPlan = field(default_factory=SequentialPlan)
     plans: Mapping[str, SequentialPlan] = field(default_factory=dict)  # a test's own plan (bisect's steps)
     max_minutes: float = 15.0
@@ -120,8 +121,9 @@ def prepared_sides(settings: ABSettings) -> Iterator[tuple[Side, Side]]:
     environment_side = settings.base_python is not None or bool(settings.base_env)
     if (settings.base is None) == (not environment_side):
         raise ABError("give exactly one of --base REV and --base-python PATH (or --base-env NAME=VALUE)")
-    if settings.base_python is not None and shutil.which(settings.base_python) is None:
-        raise ABError(f"--base-python {settings.base_python}: no such interpreter")
+    for option, python in (("--base-python", settings.base_python), ("--head-python", settings.head_python)):
+        if python is not None and shutil.which(python) is None:
+            raise ABError(f"{option} {python}: no such interpreter")
     needs_git = settings.base is not None or settings.head is not None
     with contextlib.ExitStack() as stack:
         if needs_git:
@@ -141,20 +143,21 @@ def prepared_sides(settings: ABSettings) -> Iterator[tuple[Side, Side]]:
             return stack.enter_context(worktree(top, commit, name)), commit, f"{rev} ({commit[:9]})"
 
         head_root, head_commit, head_label = tree("head", settings.head)
+        head_python = settings.head_python or sys.executable
         if settings.base is not None:
             base_root, base_commit, base_label = tree("base", settings.base)
-            base_python = sys.executable
+            base_python = head_python
         else:
             base_root, base_commit = head_root, head_commit
-            base_python = settings.base_python or sys.executable
+            base_python = settings.base_python or head_python
             variables = " ".join(f"{name}={value}" for name, value in settings.base_env)
             base_label = f"{head_label} with {base_python}" + (f" and {variables}" if variables else "")
-            head_label = f"{head_label} with {sys.executable}"
+            head_label = f"{head_label} with {head_python}"
         stands_in = {name: top if root != top else None for name, root in (("base", base_root), ("head", head_root))}
         yield (
             Side("base", base_label, base_commit, base_root, base_root / here, base_python,
                  checkout_of=stands_in["base"], variables=settings.base_env),
-            Side("head", head_label, head_commit, head_root, head_root / here, sys.executable,
+            Side("head", head_label, head_commit, head_root, head_root / here, head_python,
                  checkout_of=stands_in["head"]),
         )  # fmt: skip
 

@@ -337,6 +337,7 @@ def cmd_ab(options: argparse.Namespace) -> int:
         head=options.head,
         base_python=options.base_python,
         base_env=tuple(options.base_env),
+        head_python=options.head_python,
         **_sitting_options(options),  # type: ignore[arg-type]
     )
     return _stopped_by_sigterm(lambda: run_ab(settings), "ab")
@@ -481,6 +482,10 @@ def _add_ab_command(commands: argparse._SubParsersAction[argparse.ArgumentParser
     ab.add_argument("--base", metavar="REV", help="the reference build: a git revision, checked out in a worktree")
     ab.add_argument("--head", metavar="REV", help="the candidate: a git revision (default: the working tree as is)")
     ab.add_argument("--base-python", metavar="PATH", help="instead of --base: the same tree run by this interpreter")
+    ab.add_argument(
+        "--head-python", metavar="PATH", help="the head's interpreter (default: the one running ab; with --base-python"
+        " from a third, neither environment's start-up files reach the other's runs)",
+    )  # fmt: skip
     ab.add_argument(
         "--base-env", metavar="NAME=VALUE", action="append", type=parse_variable, default=[],
         help="instead of --base (or beside --base-python): the same tree with this variable set for the base's runs"
