@@ -207,7 +207,7 @@ def install_fake_habana(
 ) -> FakeHabana:
     """Put a fake ``habana_frameworks`` into ``sys.modules`` for one test; returns its state.
 
-    ``import_error``: what importing the bridge raises instead. The issue's review of gaudi-pytorch-bridge 1.19
+    ``import_error``: what importing the bridge raises instead. A review of gaudi-pytorch-bridge 1.19
     reported an ``AssertionError`` from ``habana_frameworks.torch``'s import on a torch it was not built for (and
     on stock torch in lazy mode); the bridge's source was not available here to confirm the message."""
     fake = FakeHabana(generation, available)
