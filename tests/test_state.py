@@ -7,6 +7,7 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -334,7 +335,7 @@ def _four_suspects_through(fresh: FreshVerdict, monkeypatch: pytest.MonkeyPatch)
     spawned: list[str] = []
 
     def answering(
-        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None
+        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None, **_: Any
     ) -> FreshVerdict:
         spawned.append(test)
         return fresh
