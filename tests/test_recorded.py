@@ -329,14 +329,19 @@ def test_a_slowdown_from_a_plugin_on_pythonpath_fails_naming_it(recorded: tuple[
     plants = tmp_path / "plants"
     plants.mkdir()
     (plants / "spin_late.py").write_text(SPIN_LATE)
-    done = pytest_in(folder, "-p", "spin_late", "--accel-json", "env.json", FAST_HOST="1", PYTHONPATH=str(plants))
+    # --accel-strict: on a busy host the fresh process may read this 2x too far from the first for one level,
+    # and the figure is then not judged (noisy, loud) rather than regressed; either way it must not pass as the host.
+    done = pytest_in(
+        folder, "-p", "spin_late", "--accel-json", "env.json", "--accel-strict", FAST_HOST="1", PYTHONPATH=str(plants)
+    )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "perf regressed: test_work: time +" in done.stdout, done.stdout
-    said = "recorded build: not measured: the environment changed since the recordings: plugin spin_late added"
-    assert said in done.stdout, done.stdout
     (row,) = json.loads((folder / "env.json").read_text())["results"]
+    assert row["verdict"]["time"]["outcome"] in ("regressed", "noisy"), row["verdict"]["time"]["reason"]
     beside = row["verdict"]["beside_recorded"]
-    assert beside["minutes"] == 0 and "plugin spin_late added, PYTHONPATH " in beside["detail"]
+    said = "the environment changed since the recordings: plugin spin_late added, PYTHONPATH "
+    assert beside["minutes"] == 0 and beside["detail"].startswith(said), beside
+    if row["verdict"]["time"]["outcome"] == "regressed":
+        assert f"recorded build: not measured: {said[:-12]}" in done.stdout, done.stdout
     assert len(git(folder, "worktree", "list").splitlines()) == 1
 
 
@@ -345,10 +350,12 @@ def test_a_slower_figure_with_a_steering_variable_changed_is_not_called_the_host
     """The figure reads slower (the host ran faster at the recordings) and a variable that steers torch was set
     since: nothing proves the host alone moved, so no sitting explains the slowdown away."""
     folder, _ = recorded
-    done = pytest_in(folder, "--accel-json", "var.json", ATEN_PLANTED_SWITCH="1")
+    done = pytest_in(folder, "--accel-json", "var.json", "--accel-strict", ATEN_PLANTED_SWITCH="1")
     assert done.returncode == 1, done.stdout + done.stderr
-    said = "recorded build: not measured: the environment changed since the recordings: ATEN_PLANTED_SWITCH unset"
-    assert said in done.stdout, done.stdout
+    (row,) = json.loads((folder / "var.json").read_text())["results"]
+    beside = row["verdict"]["beside_recorded"]
+    said = "the environment changed since the recordings: ATEN_PLANTED_SWITCH unset -> '1'"
+    assert beside["minutes"] == 0 and beside["detail"] == said, beside
 
 
 LIBRARY_KERNEL = "from planted_lib import work\n"
