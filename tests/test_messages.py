@@ -319,7 +319,7 @@ def test_the_summary_of_new_figures_says_why_each_was_not_compared() -> None:
     records = [_named("test_attention_forward[sdpa-math-sd3-128px-b2]", missing), _named("test_add", graph)]
     assert verdict_summary(records, f"{KEY}/smoke", updating=False) == [
         f"accel: 1 new: no baseline for {KEY}/smoke: record one with `pytest <same args> --accel-update`",
-        "accel: 1 new: not compared with the baseline (other hardware, another workload or mode)",
+        "accel: 1 new: not compared with the baseline (other hardware, workload or mode)",
         "accel:   to judge these, re-record a baseline: pytest <same args> --accel-update:",
         "accel:     test_add  timing graph -> eager",
     ]

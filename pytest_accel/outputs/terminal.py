@@ -222,7 +222,7 @@ def _new_lines(records: Sequence[Recorded], where: str) -> list[str]:
     if missing := len(new) - len(other):
         lines.append(f"accel: {missing} new: {_HINTS['new'].format(where=where)}")
     if other:
-        lines.append(f"accel: {len(other)} new: not compared with the baseline (other hardware, another workload or mode)")
+        lines.append(f"accel: {len(other)} new: not compared with the baseline (other hardware, workload or mode)")
         lines += _rows(other, "to judge these, ")
     return lines
 
