@@ -1,3 +1,4 @@
+
 # planted: every timed call 10% slower (docs/studies/quiet-wait/spin_plant.py, fn mode); what runs is unchanged
 import os as _os
 import sys as _sys
