@@ -199,9 +199,10 @@ class RunFiles:
                 self.say(f"not recorded: {display_name(r.test, r.measurement.name)}: {why}")
         measured = [r for r in measured if throttle_problem(r.measurement) is None]
         if not self.options.reset_history:  # a recording is one more sample of the same level, never a new level
-            for r in (refused := [r for r in measured if _refused(r) is not None]):
-                self.say(str(_refused(r)))
-            measured = [r for r in measured if r not in refused]
+            refusals = {id(r): why for r in measured if (why := _refused(r)) is not None}
+            for why in refusals.values():
+                self.say(why)
+            measured = [r for r in measured if id(r) not in refusals]
         if not measured:
             return
         device = self._device()

@@ -148,8 +148,8 @@ class AccelSession:
                 for line in self.device_lines():
                     reporter.write_line(line)
         if perf_items and getattr(self.config.option, "benchmark_skip", False):  # pytest-benchmark skips them all
-            if self.options.unjudged_fails():
-                raise pytest.UsageError(f"--benchmark-skip skips every perf test, and {self.options.unjudged_fails()}")
+            if fails := self.options.unjudged_fails():
+                raise pytest.UsageError(f"--benchmark-skip skips every perf test, and {fails}")
             self.problems.append(benchmark_skip_line(len(perf_items)))
         if perf_items:
             self.parts.baselines()  # a corrupt baseline file stops the run before anything is measured
