@@ -103,6 +103,16 @@ def test_hpu_provenance_names_generation_count_and_mode(monkeypatch: pytest.Monk
     assert "habana_torch_plugin" in provenance
 
 
+def test_an_unset_lazy_mode_is_read_from_the_bridge_not_guessed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Releases after 1.19 run eager + torch.compile when ``PT_HPU_LAZY_MODE`` is unset: no flush, "false"."""
+    monkeypatch.delenv("PT_HPU_LAZY_MODE", raising=False)
+    fake = install_fake_habana(monkeypatch, release="eager-default")
+    device = HpuDevice()
+    device.synchronize()
+    assert fake.calls == ["hpu.synchronize"]
+    assert device.provenance()["lazy_mode"] == "false"
+
+
 def test_hpu_torch_device_is_hpu(lazy_habana: FakeHabana) -> None:
     assert HpuDevice().torch_device() == torch.device("hpu")
 

@@ -23,12 +23,12 @@ LAZY, EAGER = "1", "0"
         ("eager", "cpu", LAZY, None),
         ("compile", "cuda", LAZY, None),
         ("compile", "hpu", EAGER, None),
-        ("compile", "hpu", LAZY, "needs PT_HPU_LAZY_MODE=0"),
+        ("compile", "hpu", LAZY, "needs the bridge's eager mode (PT_HPU_LAZY_MODE=0)"),
         ("cuda-graphs", "cuda", LAZY, None),
         ("cuda-graphs", "cpu", LAZY, "need CUDA, not cpu"),
         ("cuda-graphs", "hpu", LAZY, "need CUDA, not hpu"),
         ("hpu-graphs", "hpu", LAZY, None),
-        ("hpu-graphs", "hpu", EAGER, "need the bridge's lazy mode"),
+        ("hpu-graphs", "hpu", EAGER, "exist in the bridge's lazy mode only"),
         ("hpu-graphs", "cuda", LAZY, "need Gaudi, not cuda"),
     ],
 )
@@ -36,8 +36,23 @@ def test_which_device_runs_which_mode(
     monkeypatch: pytest.MonkeyPatch, mode: str, kind: str, lazy: str, reason: str | None
 ) -> None:
     monkeypatch.setenv("PT_HPU_LAZY_MODE", lazy)
+    install_fake_habana(monkeypatch)
     found = mmdit.graph_mode_unavailable(mode, SimpleNamespace(kind=kind))  # type: ignore[arg-type]
     assert found is None if reason is None else (found is not None and reason in found), found
+
+
+@pytest.mark.parametrize(("release", "compiles", "graphs"), [("1.19", False, True), ("eager-default", True, False)])
+def test_an_unset_lazy_mode_is_what_the_bridge_release_makes_it(
+    monkeypatch: pytest.MonkeyPatch, release: str, compiles: bool, graphs: bool
+) -> None:
+    """Unset, ``PT_HPU_LAZY_MODE`` means lazy in bridge 1.19 and eager + torch.compile after it: the bridge is
+    asked, so compile runs and HPU graphs (absent from an eager bridge) are a skip with its reason, not an
+    ``AttributeError``."""
+    monkeypatch.delenv("PT_HPU_LAZY_MODE", raising=False)
+    install_fake_habana(monkeypatch, release=release)
+    hpu = SimpleNamespace(kind="hpu")
+    assert (mmdit.graph_mode_unavailable("compile", hpu) is None) is compiles  # type: ignore[arg-type]
+    assert (mmdit.graph_mode_unavailable("hpu-graphs", hpu) is None) is graphs  # type: ignore[arg-type]
 
 
 def test_cpu_compile_without_a_compiler_skips_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:

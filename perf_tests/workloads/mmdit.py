@@ -144,6 +144,7 @@ GRAPH_MODES = ("eager", "compile", "cuda-graphs", "hpu-graphs")
 
 def graph_mode_unavailable(mode: str, device: Device) -> str | None:
     """Why ``mode`` cannot run on ``device`` in this process, or None."""
+    import importlib
     import shutil
 
     from pytest_accel.engine.devices.hpu import lazy_mode
@@ -151,7 +152,7 @@ def graph_mode_unavailable(mode: str, device: Device) -> str | None:
     if mode not in GRAPH_MODES:
         raise ValueError(f"unknown graph mode {mode!r}; choose one of {', '.join(GRAPH_MODES)}")
     if mode == "compile" and device.kind == "hpu" and lazy_mode():
-        return "torch.compile on Gaudi needs PT_HPU_LAZY_MODE=0; this process runs the bridge in lazy mode"
+        return "torch.compile on Gaudi needs the bridge's eager mode (PT_HPU_LAZY_MODE=0); this process runs it lazy"
     if mode == "compile" and device.kind == "cpu" and not any(map(shutil.which, ("c++", "g++", "clang++"))):
         return "torch.compile (inductor) on the CPU needs a C++ compiler (c++, g++ or clang++ on PATH)"
     if mode == "cuda-graphs" and device.kind != "cuda":
@@ -159,8 +160,12 @@ def graph_mode_unavailable(mode: str, device: Device) -> str | None:
     if mode == "hpu-graphs":
         if device.kind != "hpu":
             return f"HPU graphs (wrap_in_hpu_graph) need Gaudi, not {device.kind}"
-        if not lazy_mode():
-            return "HPU graphs (wrap_in_hpu_graph) need the bridge's lazy mode (PT_HPU_LAZY_MODE=1)"
+        # The bridge defines wrap_in_hpu_graph only in lazy mode (hpu/__init__.py imports .graphs if is_lazy()).
+        if not lazy_mode() or not hasattr(importlib.import_module("habana_frameworks.torch.hpu"), "wrap_in_hpu_graph"):
+            return (
+                "HPU graphs (wrap_in_hpu_graph) exist in the bridge's lazy mode only, and this process runs it eager "
+                "(the default of releases after 1.19): run with PT_HPU_LAZY_MODE=1 to time them"
+            )
     return None
 
 

@@ -3,6 +3,13 @@
 Only the calls listed in that module's docstring exist here, with the signatures of Habana's documented
 API, so a backend that calls anything else fails with ``AttributeError`` instead of passing by accident.
 One more is the suite's own: ``hpu.wrap_in_hpu_graph`` (``perf_tests/workloads/mmdit.py``, HPU graphs).
+
+The execution mode follows the bridge's source: in gaudi-pytorch-bridge 1.19
+(``python_packages/habana_frameworks/torch/utils/internal.py``) ``is_lazy()`` reads ``PT_HPU_LAZY_MODE`` once,
+unset meaning lazy, and ``hpu/__init__.py`` imports ``.graphs`` (``wrap_in_hpu_graph``) only ``if is_lazy()``.
+Releases after it default to eager + torch.compile (Habana's "PyTorch Gaudi Theory of Operations": "Eager mode
+with torch.compile ... is the default", lazy "a legacy fallback"); their source was not available here, so
+``release="eager-default"`` keeps 1.19's code and changes only the unset variable's meaning.
 Every call is appended, in order, to one shared log (``FakeHabana.calls``); events read a fake device
 clock in milliseconds that only ``FakeHabana.advance`` moves.
 """
@@ -10,13 +17,17 @@ clock in milliseconds that only ``FakeHabana.advance`` moves.
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from types import ModuleType
 from typing import Any, final
 
 import pytest
 
-__all__ = ["GENERATIONS", "FakeHabana", "SynDeviceType", "install_fake_habana"]
+__all__ = ["GENERATIONS", "RELEASES", "FakeHabana", "SynDeviceType", "install_fake_habana"]
+
+# The bridge release -> what an unset PT_HPU_LAZY_MODE means ("1": lazy).
+RELEASES = {"1.19": "1", "eager-default": "0"}
 
 
 class SynDeviceType(enum.IntEnum):
@@ -42,10 +53,15 @@ _GAUDI2_LIMIT_BYTES = 101_583_306_752
 class FakeHabana:
     """The state behind the fake modules: the call log, the device clock and the memory counters."""
 
-    def __init__(self, generation: str = "gaudi2", available: bool = True, device_count: int = 8) -> None:
+    def __init__(
+        self, generation: str = "gaudi2", available: bool = True, device_count: int = 8, release: str = "1.19"
+    ) -> None:
+        if release not in RELEASES:
+            raise ValueError(f"unknown bridge release {release!r}; choose one of {', '.join(RELEASES)}")
         if generation not in GENERATIONS:
             raise ValueError(f"unknown Gaudi generation {generation!r}; choose one of {', '.join(GENERATIONS)}")
         self.generation = generation
+        self.release = release
         self.available = available
         self.device_count = device_count
         self.calls: list[str] = []  # qualified names of every call, in order: "core.mark_step", "Event.record"
@@ -72,6 +88,15 @@ class FakeHabana:
 
     def _build_modules(self) -> dict[str, ModuleType]:
         fake = self
+
+        lazy_cache: list[bool] = []
+
+        def is_lazy() -> bool:
+            """``utils.internal.is_lazy``: the variable, read once (1.19 caches it on the function). A query, so
+            not logged: the call log is the device's work."""
+            if not lazy_cache:
+                lazy_cache.append(os.environ.get("PT_HPU_LAZY_MODE", RELEASES[fake.release]) != "0")
+            return lazy_cache[0]
 
         def mark_step(device_str: str = "", sync: bool = False) -> None:
             fake.calls.append("core.mark_step")
@@ -177,9 +202,12 @@ class FakeHabana:
             reset_peak_memory_stats=reset_peak_memory_stats,
             memory_stats=memory_stats,
             get_device_name=get_device_name,
-            wrap_in_hpu_graph=wrap_in_hpu_graph,
         )
+        if is_lazy():  # hpu/__init__.py: ``if is_lazy(): from .graphs import *``
+            hpu.__dict__["wrap_in_hpu_graph"] = wrap_in_hpu_graph
+        fake.calls.clear()  # the import's own reading is not the backend's call
         utils = _module("habana_frameworks.torch.utils", package=True)
+        internal = _module("habana_frameworks.torch.utils.internal", is_lazy=is_lazy)
         experimental = _module(
             "habana_frameworks.torch.utils.experimental", _get_device_type=_get_device_type, synDeviceType=SynDeviceType
         )
@@ -187,8 +215,9 @@ class FakeHabana:
         root.__dict__["torch"] = torch_package
         torch_package.__dict__.update(core=core, hpu=hpu, utils=utils)
         hpu.__dict__["metrics"] = metrics
-        utils.__dict__["experimental"] = experimental
-        return {module.__name__: module for module in (root, torch_package, core, hpu, metrics, utils, experimental)}
+        utils.__dict__.update(experimental=experimental, internal=internal)
+        modules = (root, torch_package, core, hpu, metrics, utils, experimental, internal)
+        return {module.__name__: module for module in modules}
 
 
 def _module(name: str, *, package: bool = False, **attributes: Any) -> ModuleType:
@@ -204,13 +233,14 @@ def install_fake_habana(
     generation: str = "gaudi2",
     available: bool = True,
     import_error: BaseException | None = None,
+    release: str = "1.19",
 ) -> FakeHabana:
     """Put a fake ``habana_frameworks`` into ``sys.modules`` for one test; returns its state.
 
     ``import_error``: what importing the bridge raises instead. A review of gaudi-pytorch-bridge 1.19
     reported an ``AssertionError`` from ``habana_frameworks.torch``'s import on a torch it was not built for (and
     on stock torch in lazy mode); the bridge's source was not available here to confirm the message."""
-    fake = FakeHabana(generation, available)
+    fake = FakeHabana(generation, available, release=release)
     if import_error is not None:
         for name in fake.modules:
             monkeypatch.delitem(sys.modules, name, raising=False)

@@ -8,6 +8,7 @@ calls below (tests/fakes/habana.py, used by tests/test_devices.py). The calls it
   ``max_memory_allocated``, ``reset_peak_memory_stats``, ``memory_stats``.
 - ``habana_frameworks.torch.utils.experimental``: ``_get_device_type`` and ``synDeviceType``, which
   name the Gaudi generation without occupying the device (``get_device_name`` would).
+- ``habana_frameworks.torch.utils.internal.is_lazy()``: lazy or eager, as the bridge decided it.
 - ``torch.profiler.ProfilerActivity.HPU`` beside ``CPU`` for operator tables (Habana's "Profiling
   with PyTorch"), with the bridge imported first.
 - ``habana_frameworks.torch.hpu.metrics.metric_global(name).stats()`` for the structural record: the
@@ -48,8 +49,18 @@ _HABANA_REQUESTED_PATTERN = re.compile(r"size::(\d+)")
 
 
 def lazy_mode() -> bool:
-    """Whether the Habana bridge runs in lazy mode (``PT_HPU_LAZY_MODE``, read before it loads)."""
-    return os.environ.get("PT_HPU_LAZY_MODE", "1") != "0"
+    """Whether the Habana bridge runs in lazy mode, as the bridge itself decides.
+
+    The bridge answers (``habana_frameworks.torch.utils.internal.is_lazy()``): an unset ``PT_HPU_LAZY_MODE``
+    means lazy in gaudi-pytorch-bridge 1.19 but eager + torch.compile in the releases after it, so the
+    variable alone cannot tell. Where the bridge does not load or lacks the function, the variable is read
+    with 1.19's default.
+    """
+    try:
+        internal = importlib.import_module("habana_frameworks.torch.utils.internal")
+        return bool(internal.is_lazy())
+    except (ImportError, AttributeError, AssertionError, RuntimeError):
+        return os.environ.get("PT_HPU_LAZY_MODE", "1") != "0"
 
 
 @final
