@@ -28,8 +28,8 @@ def _config(profile: str, device: Device, variant: str = "sd3") -> mmdit.MMDiTCo
     return mmdit.CONFIGS[(profile, variant)]
 
 
-def _processor(name: str, device: Device) -> str:
-    reason = mmdit.processor_unavailable(name, device)
+def _processor(name: str, device: Device, training: bool = False) -> str:
+    reason = mmdit.processor_unavailable(name, device, training)
     if reason is not None:
         pytest.skip(reason)
     return name
@@ -62,7 +62,7 @@ def test_joint_block(
 ) -> None:
     """One JointTransformerBlock (image + text stream, joint attention) at one resolution's token count."""
     config = _config(accel_profile, accel_device)
-    _processor(processor, accel_device)
+    _processor(processor, accel_device, training=backward)
     batch, side = (16 if accel_profile == "full" else 2), mmdit.latent_side(resolution, accel_profile)
     block = mmdit.build_block(config, accel_device, _dtype(accel_device))
     image, text, temb = _block_inputs(config, batch, side, accel_device)
@@ -78,7 +78,7 @@ def test_joint_block(
         return image.grad
 
     flops = _block_flops(config, batch, side) * (3 if backward else 1)  # backward ~ 2x forward
-    with mmdit.attention_processor(block, processor), torch.set_grad_enabled(backward):
+    with mmdit.attention_processor(block, processor, training=backward), torch.set_grad_enabled(backward):
         result = throughput(call, items=batch, unit="images", flops=flops, resolution=resolution)
     check_measurement(result, unit="images", items=batch, flops=flops)
 
@@ -93,7 +93,7 @@ def test_train_step(throughput: Any, accel_device: Device, accel_profile: str, b
     tokens, batch 2 and 4.
     """
     config = _config(accel_profile, accel_device)
-    _processor(processor, accel_device)
+    _processor(processor, accel_device, training=True)
     if accel_profile != "full":
         batch //= 8
     side = mmdit.latent_side(1024 if accel_profile == "full" else 512, accel_profile)
@@ -102,7 +102,7 @@ def test_train_step(throughput: Any, accel_device: Device, accel_profile: str, b
     data = mmdit.make_batch(config, batch, side, accel_device, torch.float32)
     step = mmdit.train_step(model, data, accel_device)
     flops = 3 * mmdit.forward_flops(config, batch, side)  # forward + backward (2x forward)
-    with mmdit.attention_processor(model, processor):
+    with mmdit.attention_processor(model, processor, training=True):
         result = throughput(
             step, items=batch, unit="images", flops=flops, model=config.name, checkpointing=checkpointing
         )

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from fakes.habana import install_fake_habana
+from fakes.optimum_habana import install_fake_optimum_habana
 from workloads import mmdit
 
 LAZY, EAGER = "1", "0"
@@ -87,3 +88,24 @@ def test_a_missing_optimum_habana_is_a_skip_reason_not_an_error(monkeypatch: pyt
     monkeypatch.setitem(sys.modules, "optimum", None)  # as on a Gaudi image without optimum installed
     reason = mmdit.processor_unavailable("gaudi-fused-sdpa", SimpleNamespace(kind="hpu"))  # type: ignore[arg-type]
     assert reason is not None and "optimum-habana is not installed" in reason
+
+
+@pytest.mark.parametrize("layout", ["models", "pipeline"])
+@pytest.mark.parametrize("training", [False, True])
+def test_the_gaudi_processor_runs_the_softmax_its_step_allows(
+    monkeypatch: pytest.MonkeyPatch, layout: str, training: bool
+) -> None:
+    """optimum-habana 1.18+ is told a training step is one (FusedSDPA's "fast" softmax is for inference only);
+    1.16-1.17's processor, under the SD3 pipeline and always "fast", times inference and skips training."""
+    fake = install_fake_optimum_habana(monkeypatch, layout)
+    hpu = SimpleNamespace(kind="hpu")
+    reason = mmdit.processor_unavailable("gaudi-fused-sdpa", hpu, training)  # type: ignore[arg-type]
+    if layout == "pipeline" and training:
+        assert reason is not None and "before 1.18" in reason and "not support in training" in reason, reason
+        return
+    assert reason is None
+    block = torch.nn.Module()
+    block.attn = SimpleNamespace(set_processor=lambda processor: None)
+    with mmdit.attention_processor(block, "gaudi-fused-sdpa", training=training):
+        pass
+    assert fake.modes == ["None" if training else "fast"]

@@ -122,8 +122,8 @@ def latent_side(image_side: int, profile: str) -> int:
     return image_side // 8 if profile == "full" else image_side // 32
 
 
-def processor_unavailable(name: str, device: Device) -> str | None:
-    """Why a joint-attention processor cannot run on ``device``, or None."""
+def processor_unavailable(name: str, device: Device, training: bool = False) -> str | None:
+    """Why a joint-attention processor cannot run on ``device`` (in a training step when ``training``), or None."""
     if name == "xformers":
         if device.kind != "cuda":
             return f"XFormersJointAttnProcessor needs CUDA (xFormers has no CPU kernel), not {device.kind}"
@@ -134,7 +134,40 @@ def processor_unavailable(name: str, device: Device) -> str | None:
             return f"optimum-habana's GaudiJointAttnProcessor2_0 (FusedSDPA) needs Gaudi, not {device.kind}"
         if not installed("optimum.habana"):
             return "optimum-habana is not installed (pip install 'pytest-accel[hpu]')"
+        return _gaudi_processor_unusable(training)
     return None
+
+
+def _gaudi_processor_unusable(training: bool) -> str | None:
+    processor, takes_training = _gaudi_joint_processor()
+    if processor is None:
+        return "this optimum-habana has no GaudiJointAttnProcessor2_0 (SD3's FusedSDPA processor)"
+    if training and not takes_training:
+        return (
+            "optimum-habana before 1.18 runs FusedSDPA's 'fast' softmax in GaudiJointAttnProcessor2_0 always, "
+            "which Habana does not support in training: install optimum-habana 1.18 or newer"
+        )
+    return None
+
+
+# Where optimum-habana defines SD3's FusedSDPA processor: 1.18 onwards, with ``is_training`` (its FusedSDPA
+# softmax is "fast" for inference only); 1.16-1.17, under the SD3 pipeline, always "fast".
+_GAUDI_PROCESSOR_MODULES = (
+    ("optimum.habana.diffusers.models.attention_processor", True),
+    ("optimum.habana.diffusers.pipelines.stable_diffusion_3.pipeline_stable_diffusion_3", False),
+)
+
+
+def _gaudi_joint_processor() -> tuple[Any, bool]:
+    """optimum-habana's ``GaudiJointAttnProcessor2_0`` class and whether it takes ``is_training``; None if absent."""
+    import importlib
+
+    for module, takes_training in _GAUDI_PROCESSOR_MODULES:
+        try:
+            return importlib.import_module(module).GaudiJointAttnProcessor2_0, takes_training
+        except (ImportError, AttributeError):
+            continue
+    return None, False
 
 
 # How the transformer is run: eagerly, compiled (inductor; Habana's "hpu_backend" on Gaudi), as CUDA
@@ -346,8 +379,9 @@ def forward_flops(config: MMDiTConfig, batch: int, side: int) -> float:
 
 
 @contextlib.contextmanager
-def attention_processor(model: Any, name: str) -> Iterator[None]:
-    """Select a joint-attention processor by name for the model or block under test."""
+def attention_processor(model: Any, name: str, training: bool = False) -> Iterator[None]:
+    """Select a joint-attention processor by name for the model or block under test (``training``: a step
+    that runs backward, for processors whose kernel differs there)."""
     from diffusers.models.attention_processor import JointAttnProcessor2_0, XFormersJointAttnProcessor
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -358,9 +392,10 @@ def attention_processor(model: Any, name: str) -> Iterator[None]:
         yield
     elif name == "gaudi-fused-sdpa":
         # optimum-habana's SD3 processor: FusedSDPA inside diffusers' joint attention.
-        from optimum.habana.diffusers.models.attention_processor import GaudiJointAttnProcessor2_0
-
-        setter(GaudiJointAttnProcessor2_0())
+        processor, takes_training = _gaudi_joint_processor()
+        if (unusable := _gaudi_processor_unusable(training)) is not None:
+            raise RuntimeError(unusable)
+        setter(processor(is_training=training) if takes_training else processor())
         yield
     else:
         setter(JointAttnProcessor2_0())
