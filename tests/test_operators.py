@@ -408,7 +408,25 @@ def test_each_device_names_its_profiler_activities(monkeypatch: pytest.MonkeyPat
     assert make_device("cpu").profiler_activities() == [ProfilerActivity.CPU]
     assert CudaDevice().profiler_activities() == [ProfilerActivity.CPU, ProfilerActivity.CUDA]
     install_fake_habana(monkeypatch)
-    assert HpuDevice().profiler_activities() == [ProfilerActivity.CPU, ProfilerActivity.HPU]
+    bridges = torch.profiler.ProfilerActivity  # the bridge's own enum, once it is imported
+    assert HpuDevice().profiler_activities() == [bridges.CPU, bridges.HPU]
+
+
+def test_hpu_device_time_that_the_profiler_cannot_see_is_unknown_not_zero(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Habana's profiler puts HPU events in the exported trace only: the table's device times are unknown (its
+    diff reads host times), not zeros compared with zeros, and the trace keeps the device's events."""
+    from pytest_accel.engine.devices.hpu import HpuDevice
+
+    fake = install_fake_habana(monkeypatch)
+    a = torch.randn(64, 64)
+    trace = tmp_path / "t.trace.json"
+    table = profile_operators(lambda: a @ a, HpuDevice(), 0.01, trace=trace)
+    assert table.activity == "hpu" and table.total_device_us is None and not table.on_device
+    assert all(row.device_us is None for row in table.rows) and table.get("aten::mm") is not None
+    assert "activity_profiler.start" in fake.calls
+    assert any(event.get("pid") == "HPU" for event in json.loads(trace.read_text())["traceEvents"])
 
 
 def test_a_device_whose_profiler_activity_is_missing_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -418,7 +436,7 @@ def test_a_device_whose_profiler_activity_is_missing_is_named(monkeypatch: pytes
     from pytest_accel.engine import profiling
     from pytest_accel.engine.devices.hpu import HpuDevice
 
-    install_fake_habana(monkeypatch)
+    install_fake_habana(monkeypatch, profiler=False)  # torch's own enum: the bridge's always has HPU
     monkeypatch.delattr(ProfilerActivity, "HPU", raising=False)
     with pytest.raises(profiling.OperatorProfileError, match=r"no torch.profiler.ProfilerActivity.HPU.*Habana"):
         profile_operators(lambda: None, HpuDevice(), 0.01)

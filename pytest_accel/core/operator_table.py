@@ -108,7 +108,9 @@ class OperatorProfile:
         if calls < 1:
             raise ValueError(f"calls must be >= 1, got {calls}")
         merged: dict[str, list[float]] = {}
-        has_device = activity != "cpu"
+        events = list(events)
+        # A device activity whose profiler gave no device time (None) has its device times unknown.
+        has_device = activity != "cpu" and any(device is not None for *_, device in events)
         for op, count, host, device in events:
             row = merged.setdefault(op, [0.0, 0.0, 0.0])
             row[0] += count

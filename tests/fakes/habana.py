@@ -234,13 +234,17 @@ def install_fake_habana(
     available: bool = True,
     import_error: BaseException | None = None,
     release: str = "1.19",
+    profiler: bool = True,
 ) -> FakeHabana:
     """Put a fake ``habana_frameworks`` into ``sys.modules`` for one test; returns its state.
 
     ``import_error``: what importing the bridge raises instead. A review of gaudi-pytorch-bridge 1.19
     reported an ``AssertionError`` from ``habana_frameworks.torch``'s import on a torch it was not built for (and
-    on stock torch in lazy mode); the bridge's source was not available here to confirm the message."""
+    on stock torch in lazy mode); the bridge's source was not available here to confirm the message.
+    ``profiler=False``: torch's profiler as it is, without the bridge's wrapper (see ``_wrap_the_profiler``)."""
     fake = FakeHabana(generation, available, release=release)
+    if profiler:
+        _wrap_the_profiler(monkeypatch, fake)
     if import_error is not None:
         for name in fake.modules:
             monkeypatch.delitem(sys.modules, name, raising=False)
@@ -261,3 +265,68 @@ class _Refusing:
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         if name == "habana_frameworks" or name.startswith("habana_frameworks."):
             raise self._error
+
+
+# An HPU kernel as the bridge's activity profiler writes it into an exported trace (and only there).
+HPU_TRACE_EVENT = {"name": "fake_hpu_kernel", "ph": "X", "cat": "hpu_op", "ts": 0, "dur": 1, "pid": "HPU"}
+
+
+def _wrap_the_profiler(monkeypatch: pytest.MonkeyPatch, fake: FakeHabana) -> None:
+    """What importing ``habana_frameworks.torch`` does to torch's profiler, from gaudi-pytorch-bridge 1.19's
+    ``activity_profiler/activity_profiler.py`` (``register_habana_activity_profiler``):
+
+    - ``torch.profiler.ProfilerActivity`` becomes the bridge's own enum (CPU, CUDA, HPU);
+    - ``torch.profiler.profile`` becomes a subclass that hands torch CPU and CUDA as torch's own members and
+      HPU as ``None`` (``_exchange_activity``), and starts the bridge's activity profiler when HPU was asked;
+    - ``torch.autograd.profiler.profile.export_chrome_trace`` appends the HPU events to the file
+      (``hpu_profiler._export_logs``): device events reach the exported trace, never ``key_averages()``.
+
+    The bridge ran on a torch that let the ``None`` through; torch 2.13 refuses it (``_parse_activities``),
+    so here it is dropped: what reaches torch is the same, the host's events.
+    """
+    import json
+
+    import torch
+    import torch.autograd.profiler
+    import torch.profiler
+
+    original = torch.profiler.ProfilerActivity
+    original_profile = torch.profiler.profile
+
+    class HabanaProfilerActivity(enum.Enum):
+        CPU = 1
+        CUDA = 2
+        HPU = 3
+
+    class habana_autograd_profile_wrapper(torch.autograd.profiler.profile):  # type: ignore[misc]
+        def export_chrome_trace(self, path: str, *torch_args: Any) -> None:
+            super().export_chrome_trace(path, *torch_args)  # 1.19 takes (path) only: its torch passed no more
+            with open(path) as trace:
+                written = json.load(trace)
+            written.setdefault("traceEvents", []).append(HPU_TRACE_EVENT)
+            with open(path, "w") as trace:
+                json.dump(written, trace)
+
+    class habana_profile(original_profile):  # type: ignore[misc,valid-type]
+        def __init__(self, *, activities: Any = None, **kwargs: Any) -> None:
+            asked = (HabanaProfilerActivity.CPU, HabanaProfilerActivity.HPU) if activities is None else activities
+            self.hpu_profiling_active = HabanaProfilerActivity.HPU in asked
+            exchanged = [
+                {HabanaProfilerActivity.CPU: original.CPU, HabanaProfilerActivity.CUDA: original.CUDA}.get(a)
+                for a in asked
+            ]
+            super().__init__(activities=[a for a in exchanged if a is not None], **kwargs)
+
+        def start_trace(self) -> None:
+            if self.hpu_profiling_active:
+                fake.calls.append("activity_profiler.start")
+            super().start_trace()
+
+        def stop_trace(self) -> None:
+            super().stop_trace()
+            if self.hpu_profiling_active:
+                fake.calls.append("activity_profiler.stop")
+
+    monkeypatch.setattr(torch.profiler, "ProfilerActivity", HabanaProfilerActivity)
+    monkeypatch.setattr(torch.profiler, "profile", habana_profile)
+    monkeypatch.setattr(torch.autograd.profiler, "profile", habana_autograd_profile_wrapper)

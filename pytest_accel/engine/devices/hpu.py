@@ -204,7 +204,10 @@ class HpuDevice:
     def profiler_activities(self) -> list[Any]:
         """The host's operators and ``ProfilerActivity.HPU``, as Habana's "Profiling with PyTorch" passes them.
 
-        The HPU activity is backed by the bridge's profiler plugin, so the bridge is imported first.
+        The HPU activity is backed by the bridge's profiler plugin, so the bridge is imported first. Importing
+        it replaces ``torch.profiler.profile`` and ``ProfilerActivity`` (bridge 1.19's ``activity_profiler``), and
+        its HPU events reach the exported trace only: operator tables hold host times, the structural record
+        host operators (no ``[hpu kernel]`` rows), beside the bridge's compile and fallback counters.
         """
         self._core()
         import torch
