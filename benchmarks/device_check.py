@@ -1,21 +1,26 @@
 """One prepared accelerator check: does pytest-accel measure a real device right?
 
 On a CUDA machine, from the repository root (the wheels of ``benchmarks/device_wheels.txt`` in
-``.whl/``; no network needed, the machine's torch untouched):
+``.whl/``; no network needed, the machine's torch untouched), one call of the plan:
 
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl; \\
-    PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 python3 benchmarks/device_check.py --device cuda --out $OUT/check
+    PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 python3 benchmarks/device_check.py --device cuda \\
+        --out $OUT/check --check first --call 1
 
-CPU dry mode (tiny sizes, short budgets, what CI runs so the script cannot rot):
+``--plan`` prints the checks (``device_sections.CHECKS``): the first, for the next lend, holds what has
+never run on a GPU; the second, for a later one, the full profile and the matrix. Each fits 10 minutes
+of device time with the machine's start, in calls under 5 minutes, each cut at its share: the sum of
+its sections' estimates (``--budget-minutes`` overrides it; every subprocess stops at the call's
+deadline). CPU dry mode (tiny sizes, what CI runs for every call, so the script cannot rot and each
+call's wall time is checked against its share):
 
-    python benchmarks/device_check.py --device cpu --out /tmp/check
+    python benchmarks/device_check.py --device cpu --out /tmp/check --check first --call 1
 
-``--sections a,b`` runs those sections only; ``--plan`` prints the suggested split of all of them into
-calls of at most 5 minutes of device time (``device_sections.SECTION_SECONDS``) and exits. Each
-section writes ``sections/<name>.json`` when it ends, and ``device_check.json`` / ``device_check.md``
-are rewritten after every section, keeping what earlier calls with the same ``--out`` found (a
-killed call keeps every section that finished; a section that fails or runs out of
-``--budget-minutes`` is recorded as such and the others still run):
+``--sections a,b`` runs those sections only. Each section writes ``sections/<name>.json`` when it
+ends, and ``device_check.json`` / ``device_check.md`` are rewritten after every section, keeping what
+earlier calls with the same ``--out`` found (a killed call keeps every section that finished; a
+section that fails or finds too little of the call left is recorded as such and the others still
+run); each call's wall time against its share is in ``calls``, and a call over it exits 1:
 
 1. timing: the ``throughput`` fixture's figure (a real pytest run) against
    ``triton.testing.do_bench`` (CUDA only; it flushes L2) and ``torch.utils.benchmark.Timer`` on
@@ -216,11 +221,17 @@ class Check:
         self.report.setdefault("calls", []).append({"started": started, "sections": []})
         self.dry = list(DRY_OPTIONS) if device == "cpu" else []
         self.modes = device_sections.ModeSections(
-            device, self.scratch, _pytest_command(device), _run, _results, self.dry, _timeout_options
+            device, self.scratch, _pytest_command(device), self.run, _results, self.dry, _timeout_options
         )
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
+
+    def run(
+        self, command: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None, log: Path | None = None
+    ) -> dict[str, Any]:
+        """``_run``, cut at the call's deadline as well: a call holds itself to its share of the plan."""
+        return _run(command, cwd, min(timeout, max(self.left(), 1.0)), env, log)
 
     def section(self, name: str, minimum_seconds: float, body: Callable[[], Any]) -> None:
         if self.left() < minimum_seconds:
@@ -235,6 +246,15 @@ class Check:
             self.report["calls"][-1]["sections"].append(name)
         device_sections.save_section(self.out, name, self.report[name])
         self.save()
+
+    def held(self, share: float, seconds: float) -> bool:
+        """Record this call's wall time against its share; whether it held to it (its sections' start-up aside)."""
+        held = seconds <= share + device_sections.CALL_INSTALL_SECONDS
+        self.report["calls"][-1].update(seconds=round(seconds, 1), share=share, held=held)
+        self.save()
+        if not held:
+            print(f"device_check: this call took {seconds:.0f} s, over its share of {share:.0f} s", flush=True)
+        return held
 
     def save(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -254,7 +274,7 @@ class Check:
         import torch.utils.benchmark as benchmark
 
         result_file = self.scratch / "timing.json"
-        ran = _run(
+        ran = self.run(
             [
                 *_pytest_command(self.device),
                 "test_check.py",
@@ -303,10 +323,10 @@ class Check:
             "-o", "accel_fresh_process_confirmation=false", *self.dry,
         ]  # fmt: skip
         started = time.monotonic()
-        recorded = _run([*command, "--accel-update"], self.scratch, 120)
+        recorded = self.run([*command, "--accel-update"], self.scratch, 120)
         update_seconds = time.monotonic() - started
         log = self.out / "operators_log.txt"
-        switched = _run(
+        switched = self.run(
             [*command, "--accel-trace", str(self.scratch / "traces")],
             self.scratch,
             120,
@@ -352,7 +372,7 @@ class Check:
         # A per-test timeout (pytest-timeout, where installed) turns one test that outlasts the budget into one
         # failed row with its stack, instead of a suite that times out whole and says nothing.
         limit = _timeout_options(test_timeout)
-        ran = _run(
+        ran = self.run(
             [
                 *_pytest_command(self.device),
                 "perf_tests/test_attention.py" if self.dry else "perf_tests",
@@ -384,7 +404,7 @@ class Check:
             for test, entry in _results(result_file).items()
         }
         memory = self._memory_gate()
-        oversized = _run(
+        oversized = self.run(
             [
                 *_pytest_command(self.device),
                 "test_check.py",
@@ -417,9 +437,9 @@ class Check:
             baselines,
             *self.dry,
         ]
-        recorded = _run([*command, "--accel-update"], self.scratch, 120)
+        recorded = self.run([*command, "--accel-update"], self.scratch, 120)
         grown_file = self.scratch / "memory-grown.json"
-        grown = _run(
+        grown = self.run(
             [*command, "--accel-json", str(grown_file)],
             self.scratch,
             120,
@@ -443,14 +463,14 @@ class Check:
         if self.dry:  # no re-measuring in dry mode: its figures mean nothing, only the script's working does
             command += ["-o", "accel_confirmations=0", "-o", "accel_fresh_process_confirmation=false"]
         for _ in range(1 if self.dry else 2):  # dry: one recording is enough to exercise the path
-            _run([*command, "--accel-update"], self.scratch, 180)
+            self.run([*command, "--accel-update"], self.scratch, 180)
         rows: dict[str, list[dict[str, Any]]] = {}
         for index in range(runs):
             for scenario, every in INJECTED.items():  # interleaved: drift hits every scenario alike
                 if self.left() < 60:
                     break
                 result_file = self.scratch / f"sens-{every}-{index}.json"
-                _run(
+                self.run(
                     [*command, "--accel-json", str(result_file)],
                     self.scratch,
                     180,
@@ -479,60 +499,86 @@ class Check:
         }
 
 
-def _split_lines(names: list[str]) -> list[str]:
-    """The suggested calls: all sections in calls of at most 5 minutes of estimated device time."""
-    estimates = device_sections.SECTION_SECONDS
-    calls = device_sections.suggested_split(names, estimates)
-    total = sum(estimates.get(name, 60) for name in names)
-    limit = device_sections.CALL_SECONDS
-    lines = [f"device_check: suggested split of ~{total:.0f} s of device time into calls of at most {limit} s:"]
-    for call in calls:
-        seconds = sum(estimates.get(name, 60) for name in call)
-        runs = " --sensitivity-runs 1" if "sensitivity" in call else ""
-        lines.append(f"  ~{seconds:.0f} s: --sections {','.join(call)}{runs}")
+def plan_lines() -> list[str]:
+    """The checks a lent device runs, each call with the options that hold it to its share."""
+    lines = []
+    for check in device_sections.CHECKS:
+        seconds = device_sections.check_seconds(check)
+        lines.append(
+            f"device_check: the {check} check: ~{seconds / 60:.1f} min of device time on an H100 or an H200 "
+            f"(a {device_sections.MACHINE_START_SECONDS} s start, then each call's "
+            f"{device_sections.CALL_INSTALL_SECONDS} s install and its sections):"
+        )
+        for index, call in enumerate(device_sections.check_calls(check), 1):
+            share = device_sections.call_seconds(call)
+            lines.append(
+                f"  call {index}: ~{share:.0f} s: --check {check} --call {index}  (--sections {','.join(call)})"
+            )
     return lines
+
+
+def _chosen(parser: argparse.ArgumentParser, options: argparse.Namespace) -> tuple[list[str], float]:
+    """The sections to run and the budget in minutes: a plan's call, or ``--sections`` and its estimates."""
+    if options.check is not None:
+        calls = device_sections.check_calls(options.check)
+        if not 1 <= options.call <= len(calls):
+            parser.error(f"--call: the {options.check} check has calls 1 to {len(calls)}")
+        chosen = list(calls[options.call - 1])
+    else:
+        chosen = options.sections.split(",")
+        unknown = sorted(set(chosen) - set(device_sections.SECTION_SECONDS))
+        if unknown:
+            parser.error(
+                f"unknown section(s) {', '.join(unknown)}; known: {', '.join(device_sections.SECTION_SECONDS)}"
+            )
+    budget = options.budget_minutes or device_sections.call_seconds(chosen) / 60
+    return chosen, budget
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=["cuda", "cpu"], required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--budget-minutes", type=float, default=8.0)
-    parser.add_argument("--sensitivity-runs", type=int, default=3)
+    parser.add_argument("--check", choices=list(device_sections.CHECKS), help="run one call of this check (--plan)")
+    parser.add_argument("--call", type=int, default=1, help="which call of --check (from 1)")
+    parser.add_argument(
+        "--budget-minutes", type=float, default=None, help="default: the chosen sections' estimates (the call's share)"
+    )
+    parser.add_argument("--sensitivity-runs", type=int, default=1)
     parser.add_argument(
         "--sections", default=",".join(device_sections.SECTION_SECONDS), help="comma-separated section names"
     )
-    parser.add_argument("--plan", action="store_true", help="print the suggested split into calls, and exit")
+    parser.add_argument("--plan", action="store_true", help="print the checks and their calls, and exit")
     parser.add_argument("--suite-k", default=None, help="a -k expression in place of the built-in suite subset")
     parser.add_argument("--test-timeout", type=float, default=60, help="seconds per suite test (pytest-timeout)")
     options = parser.parse_args()
-    print("\n".join(_split_lines(list(device_sections.SECTION_SECONDS))), flush=True)
     if options.plan:
+        print("\n".join(plan_lines()))
         return 0
-    check = Check(options.device, options.out, options.budget_minutes)
+    chosen, budget = _chosen(parser, options)
+    check = Check(options.device, options.out, budget)
     modes = check.modes
-    sections: dict[str, tuple[float, Callable[[], Any]]] = {
-        "environment": (5, check.environment),
-        "timing": (60, check.timing),
-        "graph": (20, modes.graph),
-        "cold": (30, modes.cold),
-        "throttle": (30, modes.throttle),
-        "peaks": (20, check.peaks),
-        "operators": (40, check.operators),
-        "full_profile": (60, modes.full_profile),
-        "matrix": (60, modes.matrix),
-        "suite": (120, lambda: check.suite(options.suite_k, options.test_timeout)),
-        "sensitivity": (90, lambda: check.sensitivity(options.sensitivity_runs)),
+    sections: dict[str, Callable[[], Any]] = {
+        "environment": check.environment,
+        "timing": check.timing,
+        "graph": modes.graph,
+        "cold": modes.cold,
+        "throttle": modes.throttle,
+        "peaks": check.peaks,
+        "operators": check.operators,
+        "full_profile": modes.full_profile,
+        "matrix": modes.matrix,
+        "compile": modes.compile,
+        "suite": lambda: check.suite(options.suite_k, options.test_timeout),
+        "sensitivity": lambda: check.sensitivity(options.sensitivity_runs),
     }
-    chosen = options.sections.split(",")
-    unknown = sorted(set(chosen) - set(sections))
-    if unknown:
-        parser.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(sections)}")
+    started = time.monotonic()
     for name in chosen:
-        check.section(name, *sections[name])
+        check.section(name, device_sections.SECTION_MINIMUM_SECONDS[name], sections[name])
+    held = check.held(budget * 60, time.monotonic() - started)
     print((options.out / "device_check.md").read_text())
     broken = [name for name, value in check.report.items() if isinstance(value, dict) and "error" in value]
-    return 1 if broken else 0
+    return 1 if broken or not held else 0
 
 
 if __name__ == "__main__":

@@ -84,6 +84,11 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {scenario} | {row['verdicts']} | {row['regressed']} | {row['noisy']} |")
         lines.append("")
     lines += device_sections.markdown(report)
+    for index, call in enumerate(report.get("calls", []), 1):
+        if "seconds" in call:
+            held = "held to it" if call["held"] else "OVER it"
+            took = f"{call['seconds']:.0f} s of its {call['share']:.0f} s share, {held}"
+            lines.append(f"- call {index} ({', '.join(call['sections'])}): {took}")
     for name, value in report.items():
         if isinstance(value, dict) and ("error" in value or "skipped" in value):
             lines.append(f"- {name}: {value.get('error') or value.get('skipped')}")

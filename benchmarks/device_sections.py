@@ -17,7 +17,8 @@ renders what they found. On the CPU (dry mode) every one runs at tiny sizes, to 
 - ``full_profile``: the full-profile MMDiT train step (batch 16, every block checkpointed) and the
   generation (decode over 256 new tokens) against their per-test budgets.
 - ``matrix``: the support matrix's rows not yet run: backward passes, efficient SDPA, xFormers,
-  the 30-step inference eager, compiled and as CUDA graphs, the LLM train step.
+  the 30-step inference, the LLM train step; ``compile``: the 30-step inference compiled and as
+  CUDA graphs (a 2B compile each, so a call of its own).
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Estimated seconds of device time per section on an H200 (the 2026-12-01 run's sections, and the
-# budgets below for the new ones); the split into calls of at most CALL_SECONDS is planned on them.
+# Seconds of device time per section on an H200, from the 2026-12-01 run's logs where the section ran then
+# (timing, peaks, suite 85 s, sensitivity 110 s with one run, full profile 110-130 s, a 2B MMDiT compile ~100 s)
+# and its own budgets where it never ran; an H100 gets the same (compute alike; what no longer fits its
+# 78 GiB is skipped with its reason, which takes less). ``minimum``: the seconds left below which a section
+# is skipped (never more than its estimate, or a call budgeted from the plan would skip it).
 SECTION_SECONDS = {
     "environment": 5,
     "timing": 45,
@@ -44,12 +48,29 @@ SECTION_SECONDS = {
     "throttle": 35,
     "peaks": 15,
     "operators": 40,
-    "full_profile": 100,
-    "matrix": 180,
-    "suite": 50,
-    "sensitivity": 70,
+    "suite": 90,
+    "sensitivity": 110,
+    "full_profile": 130,
+    "matrix": 150,
+    "compile": 150,
+}
+SECTION_MINIMUM_SECONDS = {
+    "environment": 5, "timing": 30, "graph": 15, "cold": 20, "throttle": 25, "peaks": 10, "operators": 25,
+    "suite": 60, "sensitivity": 60, "full_profile": 60, "matrix": 60, "compile": 60,
+}  # fmt: skip
+# The checks a lent device runs, in order, each in calls of at most CALL_SECONDS: the first holds what has
+# never run on a GPU (graph, cold, throttle, the operator diff) and the suite's judgement; the second, for a
+# later lend, the full profile and the matrix (the compile and CUDA-graph rows apart: two 2B compiles).
+CHECKS = {
+    "first": (("environment", "graph", "cold", "throttle", "operators", "timing", "peaks"), ("suite", "sensitivity")),
+    "second": (("full_profile", "matrix"), ("compile",)),
 }
 CALL_SECONDS = 280  # one call of the device machine: at most 5 minutes, less 20 s to start Python and import torch
+# What one check costs beside its sections: a fresh machine's start (1-2 min, the device tool's README) and
+# each call's wheel install (~20 s): the check with them must fit 10 minutes, leaving 5 of 15 for a rerun.
+MACHINE_START_SECONDS = 120
+CALL_INSTALL_SECONDS = 20
+CHECK_SECONDS = 600
 # Per-test budgets of the full profile (pytest's "call" phase): a nightly of some 50 tests gives a
 # test about 2 minutes; generation was over 45 s per test on the H200 before its decode window.
 FULL_PROFILE_BUDGET_SECONDS = {"test_train_step": 120.0, "test_llm_generation": 45.0}
@@ -60,16 +81,18 @@ MATRIX_SUBSET = (
     "(test_attention_forward_backward and (sdpa-flash or sdpa-efficient or sdpa-cudnn or xformers) and sd3-1024px-b16)"
     " or (test_attention_forward and not backward and (sdpa-efficient or xformers) and sd3-1024px-b16)"
     " or (test_joint_block and forward-backward-1024-sdpa and not math)"
-    " or test_inference_30_steps or test_llm_train_step"
+    " or (test_inference_30_steps and not graphs) or test_llm_train_step"
 )
+# The second check's compile rows: the 30-step inference compiled and as CUDA graphs (a 2B compile each).
+COMPILE_SUBSET = "test_inference_30_steps_graphs"
 MATRIX_FILES = ("perf_tests/test_attention.py", "perf_tests/test_llm.py", "perf_tests/test_mmdit.py")
 # Dry: the smoke sizes of some of the same rows, those that take seconds (the CI suite runs the
 # inference, 16 s, and its compiled form, 27 s, on 2 cores); on the CPU xFormers and CUDA graphs skip.
 MATRIX_SUBSET_DRY = (
     "(test_attention_forward_backward and (sdpa-flash or xformers) and sd3-128px-b2)"
     " or (test_attention_forward and not backward and xformers and sd3-128px-b2)"
-    " or (test_inference_30_steps_graphs and cuda-graphs)"
 )
+COMPILE_SUBSET_DRY = "test_inference_30_steps_graphs and cuda-graphs"  # skips on the CPU: the row's wiring only
 # Per matrix test (pytest-timeout where installed): compiling the 2B model is the longest; one that
 # outlasts it fails as one row ("Timeout"), and the rest still run.
 MATRIX_TEST_SECONDS = 120.0
@@ -161,18 +184,21 @@ def build_working_set(size: str, device: Any) -> tuple[Callable[[], Any], float]
     return (lambda: target.copy_(source)), float(total)
 
 
-def suggested_split(names: Sequence[str], estimates: dict[str, float], limit: float = CALL_SECONDS) -> list[list[str]]:
-    """The sections in calls of at most ``limit`` estimated seconds, in order (a new call where one would overflow)."""
-    calls: list[list[str]] = [[]]
-    spent = 0.0
-    for name in names:
-        cost = estimates.get(name, 60.0)
-        if calls[-1] and spent + cost > limit:
-            calls.append([])
-            spent = 0.0
-        calls[-1].append(name)
-        spent += cost
-    return [call for call in calls if call]
+def check_calls(check: str) -> tuple[tuple[str, ...], ...]:
+    """The calls of one check (``CHECKS``), each a tuple of section names."""
+    if check not in CHECKS:
+        raise ValueError(f"unknown check {check!r}; choose one of {', '.join(CHECKS)}")
+    return CHECKS[check]
+
+
+def call_seconds(sections: Sequence[str]) -> float:
+    """A call's share: its sections' estimated device seconds (what ``--budget-minutes`` holds it to)."""
+    return float(sum(SECTION_SECONDS[name] for name in sections))
+
+
+def check_seconds(check: str) -> float:
+    """One check's device time: a machine's start, and each call's install and sections."""
+    return MACHINE_START_SECONDS + sum(CALL_INSTALL_SECONDS + call_seconds(call) for call in check_calls(check))
 
 
 def junit_outcomes(path: Path) -> dict[str, dict[str, Any]]:
@@ -379,18 +405,25 @@ class ModeSections:
     def full_profile(self) -> dict[str, Any]:
         """The full-profile train step and generation (smoke on the CPU), each against its per-test budget."""
         limit = max(FULL_PROFILE_BUDGET_SECONDS.values())
-        return self._suite_rows("full_profile", FULL_PROFILE_FILES, FULL_PROFILE_SUBSET, 150, limit)
+        return self._suite_rows("full_profile", FULL_PROFILE_FILES, FULL_PROFILE_SUBSET, limit)
 
     def matrix(self) -> dict[str, Any]:
         """The support matrix's rows not yet run: which passed, failed or skipped (with the reason), with figures."""
-        subset = MATRIX_SUBSET_DRY if self.device == "cpu" else MATRIX_SUBSET
-        return self._suite_rows("matrix", MATRIX_FILES, subset, SECTION_SECONDS["matrix"] + 40, None)
+        return self._suite_rows("matrix", MATRIX_FILES, MATRIX_SUBSET_DRY if self.device == "cpu" else MATRIX_SUBSET)
+
+    def compile(self) -> dict[str, Any]:
+        """The 30-step inference compiled and as CUDA graphs: the matrix's rows that compile the 2B model."""
+        return self._suite_rows(
+            "compile", ("perf_tests/test_mmdit.py",), COMPILE_SUBSET_DRY if self.device == "cpu" else COMPILE_SUBSET
+        )
 
     def _suite_rows(
-        self, name: str, files: Sequence[str], subset: str, timeout: float, test_limit: float | None
+        self, name: str, files: Sequence[str], subset: str, test_limit: float | None = None
     ) -> dict[str, Any]:
-        """One pytest run of ``perf_tests`` (full profile; smoke on the CPU): each test's outcome, time and
-        figure; with ``test_limit`` (seconds) each test's call against its FULL_PROFILE_BUDGET_SECONDS."""
+        """One pytest run of ``perf_tests`` (full profile; smoke on the CPU), cut at the section's estimate: each
+        test's outcome, time and figure; with ``test_limit`` (seconds) each test's call against its
+        FULL_PROFILE_BUDGET_SECONDS."""
+        timeout = SECTION_SECONDS[name]
         profile = "smoke" if self.device == "cpu" else "full"
         result_file, junit, log = (self.scratch / f"{name}{suffix}" for suffix in (".json", ".xml", "-log.txt"))
         ran = self.run(
@@ -523,7 +556,12 @@ def markdown(report: dict[str, Any]) -> list[str]:
                 f" {heated['power_w_max']} W"
             )
         lines.append("")
-    for name, title in (("full_profile", "Full profile within budget"), ("matrix", "Support-matrix rows")):
+    rows = (
+        ("full_profile", "Full profile within budget"),
+        ("matrix", "Support-matrix rows"),
+        ("compile", "Compiled rows"),
+    )
+    for name, title in rows:
         section = report.get(name, {})
         if "tests" not in section:
             continue
