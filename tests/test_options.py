@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
 
+from pytest_accel.engine.sampling import MeasureConfig
+from pytest_accel.judgement.gate import GateMode
+from pytest_accel.judgement.policy import VerdictPolicy
 from pytest_accel.plugin.options import SETTINGS, Setting, parse_output_folder, parse_output_path
 
 
@@ -86,3 +90,46 @@ def test_output_paths_are_checked_before_anything_runs(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("")
     with pytest.raises(ValueError, match="is a file; --accel-trace needs a folder"):
         parse_output_folder(str(tmp_path / "f" / "traces"))
+
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide.md"
+
+
+def _guide_rows() -> dict[str, str]:
+    """ini name -> its row of the guide's options table."""
+    table = GUIDE.read_text().split("## Options", 1)[1].split("\n\n", 2)[1]
+    rows = {}
+    for row in table.splitlines():
+        cells = row.split(" | ")
+        if len(cells) >= 3:
+            for ini in re.findall(r"`(accel_\w+)`", cells[1]):
+                rows[ini] = row
+    return rows
+
+
+def test_the_guide_options_table_the_ini_and_the_rules_give_one_default() -> None:
+    """Each ini setting has its row in the guide, which states the default the ini declares; the ini's
+    defaults of the verdict's thresholds and the measuring loop are those of their rules."""
+    rows = _guide_rows()
+    for setting in SETTINGS.values():
+        if setting.ini is None:
+            continue
+        row = rows.get(setting.ini)
+        assert row is not None, f"{setting.ini} has no row in the guide's options table"
+        stated = re.search(r"default:? `?([\w.]+)`?|`([\w.]+)` \(default", row)
+        assert stated is not None, f"{setting.ini}: its row states no default"
+        said = stated.group(1) or stated.group(2)
+        default = setting.default or "none"
+        same = float(said) == float(default) if re.fullmatch(r"[\d.]+", default) else said == default
+        assert same, f"{setting.ini}: the guide says {said}, the ini {default}"
+    policy, measure, gate = VerdictPolicy(), MeasureConfig(), GateMode()
+    for ini, rule in [
+        ("accel_tolerance", policy.tolerance), ("accel_memory_tolerance", policy.memory_tolerance),
+        ("accel_noisy_spread_floor", policy.noisy_spread_floor), ("accel_probe_drift_limit", policy.probe_drift_limit),
+        ("accel_state_noise_floor", policy.state_noise_floor), ("accel_foreign_cpu_margin", policy.foreign_cpu_margin),
+        ("accel_measure_seconds", measure.measure_seconds), ("accel_min_rounds", measure.min_rounds),
+        ("accel_warmup_max_seconds", measure.warmup_max_seconds), ("accel_confirmations", gate.confirmations),
+    ]:  # fmt: skip
+        (setting,) = (s for s in SETTINGS.values() if s.ini == ini)
+        assert setting.read is not None and setting.default is not None
+        assert setting.read(setting.default) == rule, ini

@@ -33,6 +33,7 @@ from pytest_accel.judgement.baselines import BaselineStore
 from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, DETECTORS
 from pytest_accel.judgement.drift import night_drift
 from pytest_accel.judgement.paired import SequentialPlan
+from pytest_accel.judgement.policy import TOLERANCE
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_time
 from pytest_accel.outputs.exports import bencher_metrics, github_action_benchmark
@@ -383,7 +384,7 @@ def _add_history_commands(commands: argparse._SubParsersAction[argparse.Argument
     )
     history.add_argument("folder", type=Path, nargs="?", help="the history folder (optional with --db)")
     history.add_argument("--db", type=Path, metavar="FILE", help="an SQLite index of the folder, made if absent")
-    history.add_argument("--tolerance", type=_tolerance, default=0.05)
+    history.add_argument("--tolerance", type=_tolerance, default=TOLERANCE)
     history.add_argument(
         "--detector",
         choices=sorted(DETECTORS),
@@ -421,7 +422,7 @@ def _add_history_commands(commands: argparse._SubParsersAction[argparse.Argument
 def _add_sitting_options(parser: argparse.ArgumentParser, out: str, max_pairs: int, max_minutes: float) -> None:
     """The options of a sitting, for ``ab`` and ``bisect`` alike."""
     parser.add_argument(
-        "--tolerance", type=_tolerance, default=0.05, help="changes smaller than this are unchanged (0.05)"
+        "--tolerance", type=_tolerance, default=TOLERANCE, help=f"changes smaller than this are unchanged ({TOLERANCE})"
     )
     parser.add_argument(
         "--alpha",
@@ -549,7 +550,7 @@ def _parser() -> argparse.ArgumentParser:
     compare = commands.add_parser("compare", help="verdicts of B against A (exit 1 on a regression)")
     compare.add_argument("a", type=Path)
     compare.add_argument("b", type=Path)
-    compare.add_argument("--tolerance", type=_tolerance, default=0.05)
+    compare.add_argument("--tolerance", type=_tolerance, default=TOLERANCE)
     compare.set_defaults(run=cmd_compare)
     _add_history_commands(commands)
     baselines = commands.add_parser("baselines", help="show the baseline store, or prune stale entries")
@@ -570,7 +571,7 @@ def _tolerance(text: str) -> float:
     try:
         return number_text(text, zero_allowed=True)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"{error} (0.05 is 5%)") from None
+        raise argparse.ArgumentTypeError(f"{error} ({TOLERANCE} is {TOLERANCE:.0%})") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

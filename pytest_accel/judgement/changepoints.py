@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 
 from pytest_accel.core.stats import median, t_cdf
 from pytest_accel.judgement.history import MIN_SEGMENT, ChangePoint, change_points
+from pytest_accel.judgement.policy import TOLERANCE
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTORS", "WINDOW", "WINDOWED_ALPHA", "welch_p", "windowed_change_points"]
 
@@ -97,7 +98,7 @@ def _judge(values: Sequence[float], points: list[int], at: int) -> ChangePoint:
     return ChangePoint(points[at], median(after) / median(before), 1.0 if short else welch_p(before, after))
 
 
-def windowed_change_points(values: Sequence[float], tolerance: float = 0.05) -> list[ChangePoint]:
+def windowed_change_points(values: Sequence[float], tolerance: float = TOLERANCE) -> list[ChangePoint]:
     """All change points of ``values``, in order (see the module docstring)."""
     candidates: set[int] = set()
     for start in range(0, max(len(values) - WINDOW, 0) + WINDOW // 2, WINDOW // 2):

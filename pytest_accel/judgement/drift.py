@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import final
 
 from pytest_accel.judgement.history import MIN_SEGMENT, change_points
+from pytest_accel.judgement.policy import TOLERANCE
 
 __all__ = ["DRIFT_NIGHTS", "MIN_NIGHTS", "SEARCHED_NIGHTS", "UNSETTLED", "NightDrift", "night_drift", "night_drifts"]
 
@@ -49,7 +50,7 @@ class NightDrift:
     normalized: bool  # the nights' figures are relative to the reference kernel (else seconds)
 
 
-def night_drift(series: Sequence[float], normalized: bool, tolerance: float = 0.05) -> NightDrift | None:
+def night_drift(series: Sequence[float], normalized: bool, tolerance: float = TOLERANCE) -> NightDrift | None:
     """The drift of a figure's nightly series (oldest first): the SD of its logs over the newest nights after
     its last change point but the ``UNSETTLED`` newest, at most ``DRIFT_NIGHTS``; None when fewer than
     ``MIN_NIGHTS`` are left."""
@@ -63,7 +64,7 @@ def night_drift(series: Sequence[float], normalized: bool, tolerance: float = 0.
 
 
 def night_drifts(
-    figures: Mapping[tuple[str, str], Sequence[tuple[float, bool]]], tolerance: float = 0.05
+    figures: Mapping[tuple[str, str], Sequence[tuple[float, bool]]], tolerance: float = TOLERANCE
 ) -> dict[tuple[str, str], NightDrift]:
     """Each measurement's drift from its nights' ``(compared figure, normalized)``, oldest first. Only the nights
     measured as the newest was (relative to the reference kernel, or not) are one series."""

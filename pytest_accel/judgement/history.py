@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import final
 
 from pytest_accel.core.stats import median
+from pytest_accel.judgement.policy import TOLERANCE
 
 __all__ = ["ALPHA", "MIN_SEGMENT", "ChangePoint", "change_points", "split_p_values", "split_z_scores"]
 
@@ -44,7 +45,7 @@ class ChangePoint:
     p_value: float
 
 
-def change_points(values: Sequence[float], tolerance: float = 0.05) -> list[ChangePoint]:
+def change_points(values: Sequence[float], tolerance: float = TOLERANCE) -> list[ChangePoint]:
     """All change points of ``values``, in order (see the module docstring)."""
     found: list[ChangePoint] = []
     _segment(list(values), 0, tolerance, found)

@@ -16,7 +16,7 @@ Pure logic: no torch, no pytest, no processes (``pytest_accel.commands.ab`` runs
   at one level, chosen so that the chance that any look's interval misses the true ratio is
   ``alpha`` (Pocock's constant boundary; ``calibrated_level`` finds the level by simulating normal
   pairs, since later looks share the earlier looks' pairs). Bonferroni (``alpha`` split equally
-  over the looks) ignores that sharing: at 12 looks it looked at 0.05 / 12 = 0.0042 where 0.0075
+  over the looks) ignores that sharing: at 12 looks it looked at 5% / 12 = 0.0042 where 0.0075
   gives the same 5%. The default ``alpha`` is 0.02, so that an unchanged test is called
   regressed in about 1% of sittings (at most 0.83% simulated, docs/studies/ab-looks). A run
   stopped early by its time budget takes one last look at the pairs it has, in place of the
@@ -46,6 +46,7 @@ from typing import Any, final
 
 from pytest_accel.core.outcomes import PAIRED, Outcome, outcome_of
 from pytest_accel.core.stats import t_cdf, t_quantile
+from pytest_accel.judgement.policy import TOLERANCE
 
 __all__ = ["PairedVerdict", "SequentialPlan", "calibrated_level", "judge_pairs", "look_schedule"]
 
@@ -111,7 +112,7 @@ def calibrated_level(looks: tuple[int, ...], alpha: float) -> float:
 class SequentialPlan:
     """How long a sitting may go on and what a claim must clear."""
 
-    tolerance: float = 0.05  # a change smaller than this is "unchanged"
+    tolerance: float = TOLERANCE  # a change smaller than this is "unchanged"
     alpha: float = 0.02  # chance, over the whole sitting, that an interval misses the true ratio
     min_pairs: int = 3
     max_pairs: int = 40

@@ -6,7 +6,11 @@ import math
 from dataclasses import dataclass
 from typing import final
 
-__all__ = ["VerdictPolicy"]
+__all__ = ["TOLERANCE", "VerdictPolicy"]
+
+# Smallest slowdown that fails: above the 2% (CV) run-to-run drift of normalised samples with margin, below
+# the 10% slowdowns the suite must catch. Every verdict and command that judges a change defaults to it.
+TOLERANCE = 0.05
 
 
 @final
@@ -14,9 +18,7 @@ __all__ = ["VerdictPolicy"]
 class VerdictPolicy:
     """The thresholds of a verdict; defaults measured on the suite's CI machine (docs/sensitivity.md)."""
 
-    # Smallest slowdown that fails: above the 2% (CV) run-to-run drift of normalised samples with
-    # margin, below the 10% slowdowns the suite must catch.
-    tolerance: float = 0.05
+    tolerance: float = TOLERANCE
     # Peak memory must grow by this fraction and by MEMORY_SLACK_BYTES to fail.
     memory_tolerance: float = 0.10
     memory_slack_bytes: int = 8 * 2**20  # allocator rounding and RSS page noise on the CPU
@@ -43,7 +45,7 @@ class VerdictPolicy:
     # Run-to-run noise of a state probe's time relative to the reference kernel, ignored by the state
     # shift. Measured on a quiet 2-core VM across 8 fresh processes (docs/measurements.md): the random
     # gather within +-2%, the 32 MiB copy within -6%..+4% at the default 1 s budget and -12%..+6% at
-    # 0.05 s (the host's memory bandwidth moves with its other tenants): 10% covers the former.
+    # a 50 ms budget (the host's memory bandwidth moves with its other tenants): 10% covers the former.
     state_noise_floor: float = 0.10
     # Noisy when a figure looks slower while other processes used this much more of the host's CPU
     # than in any recording. Measured on the 2-core VM: 0-0.5% in quiet recordings, 43-55% with a

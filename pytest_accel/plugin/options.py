@@ -163,7 +163,8 @@ class Setting:
         if self.flag is not None:
             group.addoption(self.flag, **self.flag_arguments())
         if self.ini is not None:
-            parser.addini(self.ini, self.ini_help, default=self.default)
+            shown = f" (default: {self.default})" if self.default else ""
+            parser.addini(self.ini, self.ini_help + shown, default=self.default)
 
     def flag_arguments(self, help_suffix: str = "") -> dict[str, Any]:
         """``addoption``'s keywords for this flag (another spelling of it passes the same, ``--device``)."""
@@ -238,6 +239,15 @@ def _ini(ini: str, default: str, read: Reader, ini_help: str, child: bool = True
     return _setting(ini=ini, default=default, read=read, ini_help=ini_help, child=child)
 
 
+# The defaults that live with their rules, written as an ini file writes them: declared once, there.
+_POLICY, _MEASURE, _GATE = VerdictPolicy(), MeasureConfig(), GateMode()
+
+
+def _text(value: float) -> str:
+    """A default as an ini file writes it: ``0.05``, ``20``."""
+    return repr(value)
+
+
 DEVICE_HELP = "device to measure on: auto (hpu, else cuda, else cpu), cpu, cuda or hpu (default: auto)"
 
 
@@ -266,8 +276,9 @@ class AccelOptions:
     # timed budget per measurement
     measure_seconds: float = field(metadata=_setting(
         flag="--accel-measure-seconds", read=_positive, metavar="S", child=True,
-        flag_help="timed budget per measurement in seconds (default: ini accel_measure_seconds, 1.0)",
-        ini="accel_measure_seconds", ini_help="timed budget per measurement, seconds", default="1.0",
+        flag_help="timed budget per measurement in seconds (default: ini accel_measure_seconds)",
+        ini="accel_measure_seconds", ini_help="timed budget per measurement, seconds",
+        default=_text(_MEASURE.measure_seconds),
     ))  # fmt: skip
     # --accel-markdown
     markdown_path: Path | None = field(metadata=_output(
@@ -367,7 +378,7 @@ class AccelOptions:
     # Settings of the ini file only. A child gets each that decides a figure or a verdict.
     # warm-up budget, counted after the first call
     warmup_max_seconds: float = field(metadata=_ini(
-        "accel_warmup_max_seconds", "3.0", _positive,
+        "accel_warmup_max_seconds", _text(_MEASURE.warmup_max_seconds), _positive,
         "upper bound on warm-up per measurement, seconds of calls after the first (which may compile)",
     ))  # fmt: skip
     # the machine-state probes beside the rounds (off: a verdict cannot tell a state shift from a regression)
@@ -378,37 +389,40 @@ class AccelOptions:
     ))  # fmt: skip
     # timed rounds at least, whatever the budget
     min_rounds: int = field(metadata=_ini(
-        "accel_min_rounds", "20", _integer(1), "timed rounds per measurement at least, whatever the budget"
+        "accel_min_rounds", _text(_MEASURE.min_rounds), _integer(1),
+        "timed rounds per measurement at least, whatever the budget",
     ))  # fmt: skip
     # the suite's verdict thresholds (``policy``; a perf marker may override the first two per test)
     tolerance: float = field(metadata=_ini(
-        "accel_tolerance", "0.05", _positive, "default slowdown tolerance of the verdict (fraction)"
+        "accel_tolerance", _text(_POLICY.tolerance), _positive, "default slowdown tolerance of the verdict (fraction)"
     ))  # fmt: skip
     memory_tolerance: float = field(metadata=_ini(
-        "accel_memory_tolerance", "0.10", _positive, "default peak-memory growth tolerance (fraction)"
+        "accel_memory_tolerance", _text(_POLICY.memory_tolerance), _positive,
+        "default peak-memory growth tolerance (fraction)",
     ))  # fmt: skip
     noisy_spread_floor: float = field(metadata=_ini(
-        "accel_noisy_spread_floor", "0.25", _positive,
+        "accel_noisy_spread_floor", _text(_POLICY.noisy_spread_floor), _positive,
         "a run whose rounds spread more than this (IQR/median, and 3x the baseline's) is too unsteady to judge: "
-        "noisy (fraction, default 0.25)",
+        "noisy (fraction)",
     ))  # fmt: skip
     probe_drift_limit: float = field(metadata=_ini(
-        "accel_probe_drift_limit", "2.0", _above_one,
+        "accel_probe_drift_limit", _text(_POLICY.probe_drift_limit), _above_one,
         "a run whose reference kernel runs this many times faster or slower than at the baseline's recording is "
-        "in another machine state: noisy (default 2.0)",
+        "in another machine state: noisy",
     ))  # fmt: skip
     state_noise_floor: float = field(metadata=_ini(
-        "accel_state_noise_floor", "0.10", _positive,
-        "machine-state probe noise ignored before a verdict widens or turns noisy (fraction, default 0.10)",
+        "accel_state_noise_floor", _text(_POLICY.state_noise_floor), _positive,
+        "machine-state probe noise ignored before a verdict widens or turns noisy (fraction)",
     ))  # fmt: skip
     foreign_cpu_margin: float = field(metadata=_ini(
-        "accel_foreign_cpu_margin", "0.15", _positive,
+        "accel_foreign_cpu_margin", _text(_POLICY.foreign_cpu_margin), _positive,
         "share of the host's CPU that other processes may use beyond the baseline's recordings before a slower "
-        "figure is noisy (fraction, default 0.15)",
+        "figure is noisy (fraction)",
     ))  # fmt: skip
     # in-process re-measurements of a suspected regression
     confirmations: int = field(metadata=_ini(
-        "accel_confirmations", "2", _integer(0), "re-measurements before a regression fails a test"
+        "accel_confirmations", _text(_GATE.confirmations), _integer(0),
+        "re-measurements before a regression fails a test",
     ))  # fmt: skip
     # confirm a regression in a fresh pytest process too
     fresh_confirmation: bool = field(metadata=_ini(
@@ -421,14 +435,14 @@ class AccelOptions:
         "accel_recorded_minutes", "20", _at_least_zero,
         "minutes a run may spend in all measuring suspects beside the build their baseline recorded (an ab sitting "
         "of that commit against this tree, for a confirmed regression or a figure left unjudged while it read "
-        "slower; 0: never; default 20)",
+        "slower; 0: never)",
         child=False,
     ))  # fmt: skip
     # a figure that abstained because of a neighbour: how long the run may wait, in all, for it to leave
     quiet_wait_seconds: float = field(metadata=_ini(
         "accel_quiet_wait_seconds", "120", _at_least_zero,
         "seconds a run may wait in all for a neighbour to leave, to measure again the figures it left unjudged "
-        "(0: never wait; default 120)",
+        "(0: never wait)",
         child=False,
     ))  # fmt: skip
     # under torchrun: how long a rank waits for the others
