@@ -11,7 +11,7 @@ from pytest_accel.commands.ab import Sitting, Track, table
 from pytest_accel.commands.bisect import Bisect, BisectSettings, Reading, report
 from pytest_accel.core.measurement import FOREIGN_CPU, Measurement
 from pytest_accel.core.operator_table import NOTHING_MOVED
-from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
+from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.bisection import Bisection, Finding
 from pytest_accel.judgement.comparable import NO_BASELINE
@@ -282,7 +282,7 @@ def test_the_summary_beside_a_neighbour_names_each_unjudged_figure_under_what_wo
     refuted = Verdict(
         Outcome.NOISY, "time", "time +10.1% ...; not judged: 2 earlier suspects ...", 1.101,
         abstention=Abstention("2 suspects refuted by fresh processes", "run them again in a new process "
-                              "(pytest <same args> -k <test>)"),
+                              "(pytest <same args> -k <test>)", cause=Cause.BIASED_PROCESS),
     )  # fmt: skip
     records = [
         _named("test_attention_forward[sdpa-flash-sd3-128px-b2]",
@@ -311,10 +311,12 @@ def test_the_summary_beside_a_neighbour_names_each_unjudged_figure_under_what_wo
 
 def test_the_summary_of_new_figures_says_why_each_was_not_compared() -> None:
     """One without a baseline, one whose baseline was timed in another mode (both from a real run's figures)."""
-    missing = Verdict(Outcome.NEW, "time", "no baseline ...", abstention=Abstention(NO_BASELINE, RECORD))
+    missing = Verdict(
+        Outcome.NEW, "time", "no baseline ...", abstention=Abstention(NO_BASELINE, RECORD, cause=Cause.NO_BASELINE)
+    )
     graph = Verdict(
         Outcome.NEW, "time", "not compared: ...",
-        abstention=Abstention("timing graph -> eager", f"re-{RECORD}"),
+        abstention=Abstention("timing graph -> eager", f"re-{RECORD}", cause=Cause.NOT_COMPARED),
     )  # fmt: skip
     records = [_named("test_attention_forward[sdpa-math-sd3-128px-b2]", missing), _named("test_add", graph)]
     assert verdict_summary(records, f"{KEY}/smoke", updating=False) == [
@@ -521,3 +523,22 @@ def test_the_bisect_page_of_a_range_that_did_not_get_slower() -> None:
         "no slowdown over the range: 1 test(s), none slower beyond 5% (no culprit)",
         "cost: 8 sitting(s), 88 pair(s), 25.0 minutes; exit 0",
     ]
+
+
+def test_the_summary_groups_unjudged_figures_by_the_rule_that_abstained_not_by_its_words() -> None:
+    """Two rules that happen to advise alike are two groups; one rule whose advice is worded per figure is one."""
+    quieter = "a quieter machine"
+
+    def noisy(why: str, remedy: str, cause: Cause) -> Verdict:
+        return Verdict(Outcome.NOISY, "time", "...", abstention=Abstention(why, remedy, cause=cause))
+
+    records = [
+        _named("test_a", noisy("w1", quieter, Cause.STATE)),
+        _named("test_b", noisy("w2", quieter, Cause.UNSTEADY)),
+        _named("test_c", noisy("w3", "cool it", Cause.STATE)),
+    ]  # fmt: skip
+    lines = verdict_summary(records, f"{KEY}/smoke", updating=False)
+    leads = [line for line in lines if line.startswith("accel:   to judge these")]
+    assert leads == [f"accel:   to judge these, {quieter}:", f"accel:   to judge these, {quieter}:"]
+    first_group = lines[lines.index(leads[0]) + 1 : lines.index(leads[0]) + 3]
+    assert [line.split()[1] for line in first_group] == ["test_a", "test_c"]

@@ -16,7 +16,7 @@ import pytest
 from support import commit, git
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
+from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.conclusion import GateResult
 from pytest_accel.judgement.confirm import ChildSettings
@@ -77,6 +77,7 @@ def test_the_sittings_word_decides_a_confirmed_regression(
         assert verdict.abstention == Abstention(
             "the recorded build beside this one could not tell",
             f"measure the two longer: pytest-accel ab --base {COMMIT} -- <this test>",
+            cause=Cause.RECORDED_BUILD,
         )
     else:
         assert verdict.abstention is None
@@ -84,7 +85,7 @@ def test_the_sittings_word_decides_a_confirmed_regression(
 
 UNJUDGED = Verdict(
     Outcome.NOISY, "time", "the machine is in a state its baseline did not cover: ...: not judged",
-    abstention=Abstention("state: random gather 1.37x, up to 13%", "a quieter machine"),
+    abstention=Abstention("state: random gather 1.37x, up to 13%", "a quieter machine", cause=Cause.STATE),
 )  # fmt: skip
 
 
@@ -141,9 +142,22 @@ def test_a_bad_sitting_in_a_result_file_is_named(field: str, value: object, erro
         (replace(UNJUDGED, ratio=1.099), True),
         (replace(UNJUDGED, ratio=1.04), False),  # within the tolerance: nothing to settle
         (replace(UNJUDGED, ratio=0.9), False),
-        (replace(UNJUDGED, abstention=Abstention("throttled in 3 of 20 rounds", "cool the device")), False),
+        (
+            replace(
+                UNJUDGED, abstention=Abstention("throttled in 3 of 20 rounds", "cool the device", cause=Cause.THROTTLED)
+            ),
+            False,
+        ),
         (Verdict(Outcome.UNCHANGED, "time", "time +9.0%", ratio=1.09, detectable=0.12), False),
-        (Verdict(Outcome.NEW, "time", "no baseline", abstention=Abstention("no baseline", "record")), False),
+        (
+            Verdict(
+                Outcome.NEW,
+                "time",
+                "no baseline",
+                abstention=Abstention("no baseline", "record", cause=Cause.NO_BASELINE),
+            ),
+            False,
+        ),
         (Verdict(Outcome.IMPROVED, "time", "time -9.0%", ratio=0.91), False),
     ],
 )

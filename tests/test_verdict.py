@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.outcomes import Outcome, Verdict
+from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.core.stats import mann_whitney_p, quantile, ratio_confidence_interval, relative_spread
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.gate import run_gate
@@ -406,10 +407,37 @@ def test_a_regression_against_one_recording_says_its_spread_between_processes_wa
 
 def test_an_abstention_travels_through_a_result_file_and_a_bad_one_is_named() -> None:
     """A confirmation child's noisy verdict reaches the parent's summary with its short form."""
-    from pytest_accel.core.outcomes import Abstention
 
-    noisy = Verdict(Outcome.NOISY, "time", "...", 1.1, abstention=Abstention("a neighbour at 51%, uncalibrated", "x"))
+
+    noisy = Verdict(
+        Outcome.NOISY,
+        "time",
+        "...",
+        1.1,
+        abstention=Abstention("a neighbour at 51%, uncalibrated", "x", cause=Cause.UNCALIBRATED),
+    )
     assert Verdict.from_dict(noisy.to_dict(), "time").abstention == noisy.abstention
     assert "abstention" not in Verdict(Outcome.UNCHANGED, "time", "...").to_dict()
     with pytest.raises(ValueError, match="time verdict: 'abstention' must be an object"):
         Verdict.from_dict({**noisy.to_dict(), "abstention": {"why": 3}}, "time")
+
+
+@pytest.mark.parametrize("cause", list(Cause))
+def test_an_abstention_keeps_its_rule_through_a_result_file(cause: Cause) -> None:
+    verdict = Verdict(Outcome.NOISY, "time", "...", abstention=Abstention("why", "remedy", True, cause=cause))
+    again = Verdict.from_dict(json.loads(json.dumps(verdict.to_dict())), "time")
+    assert again.abstention == verdict.abstention and again.abstention is not None
+    assert again.abstention.setup is (cause is Cause.SETUP)
+
+
+@pytest.mark.parametrize(("kept", "cause"), [({"setup": True}, Cause.SETUP), ({}, Cause.UNNAMED)])
+def test_a_file_written_before_causes_were_kept_reads_what_it_said(kept: dict[str, bool], cause: Cause) -> None:
+    data = {"outcome": "noisy", "reason": "...", "abstention": {"why": "w", "remedy": "r", "waits": False, **kept}}
+    verdict = Verdict.from_dict(data, "time")
+    assert verdict.abstention is not None and verdict.abstention.cause is cause
+
+
+def test_an_unknown_cause_is_named() -> None:
+    data = {"outcome": "noisy", "reason": "...", "abstention": {"why": "w", "remedy": "r", "cause": "ghosts"}}
+    with pytest.raises(ValueError, match=r"time verdict: 'abstention'\['cause'\]: unknown cause 'ghosts'"):
+        Verdict.from_dict(data, "time")

@@ -9,14 +9,13 @@ words and what would let it be judged (``Abstention``). Pure: no torch, no pytes
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
-__all__ = ["PAIRED", "STRUCTURE", "TIME", "Abstention", "Outcome", "Verdict", "outcome_of"]
+__all__ = ["PAIRED", "STRUCTURE", "TIME", "Abstention", "Cause", "Outcome", "Verdict", "outcome_of"]
 
 
 class Outcome(enum.Enum):
@@ -51,18 +50,44 @@ def outcome_of(value: object, kind: tuple[Outcome, ...], what: str) -> Outcome:
     raise ValueError(f"{what}: unknown outcome {value!r}")
 
 
+class Cause(enum.Enum):
+    """Which rule abstained: what the summary groups by and what code tests, never the words."""
+
+    NO_BASELINE = "no-baseline"  # nothing recorded for this figure on this device and profile
+    NOT_COMPARED = "not-compared"  # its baseline was recorded in another configuration
+    # The run's setup differs from its baseline's in what the user can restore (host allocator, huge pages,
+    # threads): a broken gate, which fails its test unless the run allows it (--accel-allow-setup-mismatch).
+    SETUP = "setup"
+    NO_SAMPLES = "no-samples"
+    UNSTEADY = "unsteady"  # the rounds spread too much
+    PROBE_DRIFT = "probe-drift"  # the reference kernel ran at another speed than when recorded
+    STATE = "state"  # the machine's state could explain the slowdown
+    STATE_UNPROBED = "state-unprobed"  # the state probes could not run
+    NEIGHBOUR = "neighbour"  # a neighbour could explain the slowdown
+    UNCALIBRATED = "uncalibrated"  # a neighbour the baselines were never calibrated beside
+    THROTTLED = "throttled"  # the device's clock dropped during the rounds
+    REMEASUREMENT = "remeasurement"  # a re-measurement could not tell
+    FRESH_PROCESS = "fresh-process"  # a fresh process could not tell, said the opposite, or read too far away
+    BIASED_PROCESS = "biased-process"  # earlier suspects of this process were refuted by fresh ones
+    RECORDED_BUILD = "recorded-build"  # beside the recorded build, the sitting could not tell
+    UNNAMED = "unnamed"  # read from a file written before causes were kept
+
+
 @final
 @dataclass(frozen=True)
 class Abstention:
-    """Why a figure was not judged, in a few words (``a neighbour at 51% of the host``), and what would
-    let it be judged (``calibrate beside a neighbour: --accel-calibrate``): the summary's line for it."""
+    """Why a figure was not judged: its rule (``cause``), in a few words (``a neighbour at 51% of the host``),
+    and what would let it be judged (``calibrate beside a neighbour: --accel-calibrate``)."""
 
     why: str
     remedy: str
     waits: bool = False  # the cause may pass (a neighbour, the machine's state): worth measuring again later
-    # The run's setup differs from its baseline's in what the user can restore (host allocator, huge pages,
-    # threads): a broken gate, which fails its test unless the run allows it (--accel-allow-setup-mismatch).
-    setup: bool = False
+    cause: Cause = field(kw_only=True)
+
+    @property
+    def setup(self) -> bool:
+        """The run's setup differs from its baseline's: fails unless the run allows it."""
+        return self.cause is Cause.SETUP
 
 
 @final
@@ -128,11 +153,16 @@ _FIGURES = ("ratio", "low", "high", "p_value", "detectable")
 
 
 def _abstention_json(abstention: Abstention) -> dict[str, Any]:
-    """An abstention as result files keep it: ``setup`` only where it is set (files written before lack it)."""
-    kept = dataclasses.asdict(abstention)
-    if not abstention.setup:
-        del kept["setup"]
-    return kept
+    """An abstention as result files keep it."""
+    return {
+        "why": abstention.why,
+        "remedy": abstention.remedy,
+        "waits": abstention.waits,
+        "cause": abstention.cause.value,
+    }
+
+
+_CAUSES = {cause.value: cause for cause in Cause}
 
 
 def _abstention(value: object, where: str) -> Abstention | None:
@@ -140,7 +170,12 @@ def _abstention(value: object, where: str) -> Abstention | None:
         return None
     if not isinstance(value, Mapping) or not all(isinstance(value.get(k), str) for k in ("why", "remedy")):
         raise ValueError(f"{where} must be an object with the strings 'why' and 'remedy', got {value!r}")
-    return Abstention(value["why"], value["remedy"], value.get("waits") is True, value.get("setup") is True)
+    named = value.get("cause")
+    if named is not None and named not in _CAUSES:
+        raise ValueError(f"{where}['cause']: unknown cause {named!r}")
+    # Files written before causes were kept said only whether the setup differed.
+    cause = _CAUSES[named] if named is not None else Cause.SETUP if value.get("setup") is True else Cause.UNNAMED
+    return Abstention(value["why"], value["remedy"], value.get("waits") is True, cause=cause)
 
 
 def _optional_number(value: object, where: str) -> float | None:

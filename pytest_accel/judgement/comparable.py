@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from pytest_accel.core.measurement import Measurement, throttle_problem
-from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
+from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_percent_change
 from pytest_accel.judgement.baselines import BaselineEntry
@@ -44,11 +44,16 @@ def not_comparable(
     if entry is None:  # new either way; a throttled figure says so (and --accel-update does not record it)
         throttled = throttle_problem(measurement)
         why = "no baseline for this test on this device" + ("" if throttled is None else f"; and {throttled}")
-        return Verdict(Outcome.NEW, "time", why, abstention=Abstention(NO_BASELINE, RECORD))
+        return Verdict(Outcome.NEW, "time", why, abstention=Abstention(NO_BASELINE, RECORD, cause=Cause.NO_BASELINE))
     differs = entry.incomparable(measurement, provenance)
     if differs is not None:
         short, reason = differs
-        return Verdict(Outcome.NEW, "time", f"not compared: {reason}", abstention=Abstention(short, f"re-{RECORD}"))
+        return Verdict(
+            Outcome.NEW,
+            "time",
+            f"not compared: {reason}",
+            abstention=Abstention(short, f"re-{RECORD}", cause=Cause.NOT_COMPARED),
+        )
     if (setup := entry.setup_differs(provenance)) is not None:
         return setup_mismatch(setup, entry.provenance, setup_causes)
     return COMPARABLE
@@ -64,7 +69,7 @@ def setup_mismatch(
     key = short.split(" ", 1)[0]
     why, restore = causes.get(key, ("", f"run with the baseline's {key} ({recorded.get(key, '?')}) again"))
     reason = f"not judged: the setup differs from the baseline's: {sentence}" + (f"; {why}" if why else "")
-    return Verdict(Outcome.NOISY, "time", reason, abstention=Abstention(f"setup: {short}", restore, setup=True))
+    return Verdict(Outcome.NOISY, "time", reason, abstention=Abstention(f"setup: {short}", restore, cause=Cause.SETUP))
 
 
 def judged_raw_too(

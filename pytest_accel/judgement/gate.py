@@ -23,7 +23,7 @@ from typing import final
 
 from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE
 from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement, pooled, throttle_problem
-from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
+from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.comparable import COMPARABLE, judged_raw_too, not_comparable
 from pytest_accel.judgement.conclusion import GateResult, failure_lines
@@ -143,10 +143,13 @@ _APART_REMEDY = "record it at other times (--accel-update keeps up to 10 recordi
 
 
 def _fresh_noisy(first: Verdict, said: str, short: str, remedy: str = _AGAIN) -> Verdict:
-    return _unsettled(first, f"this process said {first.reason}; {said}; not judged", short, remedy)
+    said = f"this process said {first.reason}; {said}; not judged"
+    return _unsettled(first, said, short, remedy, Cause.FRESH_PROCESS)
 
 
-def _unsettled(figures: Verdict, reason: str, short: str, remedy: str = _AGAIN) -> Verdict:
+def _unsettled(
+    figures: Verdict, reason: str, short: str, remedy: str = _AGAIN, cause: Cause = Cause.REMEASUREMENT
+) -> Verdict:
     """A noisy time verdict with ``figures``' ratio: two readings that did not settle a suspect."""
     return Verdict(
         Outcome.NOISY,
@@ -156,7 +159,7 @@ def _unsettled(figures: Verdict, reason: str, short: str, remedy: str = _AGAIN) 
         normalized=figures.normalized,
         detectable=figures.detectable,
         sight=figures.sight,
-        abstention=Abstention(short, remedy),
+        abstention=Abstention(short, remedy, cause=cause),
     )
 
 
@@ -202,7 +205,12 @@ def run_gate(
         taken = pooled(group)
         if (throttled := throttle_problem(taken)) is not None:  # never a silent figure; memory still judged
             rounds = f"{taken.throttled_rounds} of {len(taken.samples)} rounds"
-            return Verdict(Outcome.NOISY, "time", throttled, abstention=Abstention(f"throttled in {rounds}", _COOL))
+            return Verdict(
+                Outcome.NOISY,
+                "time",
+                throttled,
+                abstention=Abstention(f"throttled in {rounds}", _COOL, cause=Cause.THROTTLED),
+            )
         return judged_raw_too(judge_time(_observation(taken), baseline, policy), taken, baseline, policy, moved)
 
     # The environment changed since the recordings: the reference kernel (a matmul) runs the libraries under test
@@ -469,7 +477,9 @@ class Gate:
                 normalized=suspect.normalized,
                 detectable=suspect.detectable,
                 sight=suspect.sight,
-                abstention=Abstention(f"{self.refuted} suspects refuted by fresh processes", _AGAIN),
+                abstention=Abstention(
+                    f"{self.refuted} suspects refuted by fresh processes", _AGAIN, cause=Cause.BIASED_PROCESS
+                ),
             ), None
         fresh = self._fresh(test, metric)
         verdict = with_fresh_confirmation(suspect, fresh, tolerance)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import final
 
 from pytest_accel.core.measurement import FOREIGN_CPU
-from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
+from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.core.units import format_percent_change as _percent
 from pytest_accel.judgement.policy import VerdictPolicy
 from pytest_accel.judgement.state import (
@@ -51,7 +51,9 @@ def _uncalibrated(now: Mapping[str, float], ratio: float, shared: str) -> Verdic
         "slowdown as well as make one: not judged"
     )
     why = f"a neighbour at {now.get(FOREIGN_CPU, 0.0):.0%}, uncalibrated"
-    abstention = Abstention(why, "calibrate beside a neighbour (--accel-calibrate)", waits=True)
+    abstention = Abstention(
+        why, "calibrate beside a neighbour (--accel-calibrate)", waits=True, cause=Cause.UNCALIBRATED
+    )
     return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, abstention=abstention)
 
 
@@ -85,7 +87,7 @@ def _beyond_bound(
         )
         detectable = (1 + policy.tolerance) * math.exp(half_width + widened) - 1
         why = f"a neighbour at {now.get(FOREIGN_CPU, 0.0):.0%} explains {math.expm1(widened):.0%}"
-        abstention = Abstention(why, QUIETER, waits=True)
+        abstention = Abstention(why, QUIETER, waits=True, cause=Cause.NEIGHBOUR)
         return Verdict(Outcome.NOISY, "time", reason, ratio=ratio, detectable=detectable, abstention=abstention)
     clause = f"; {shared}, but {why_moved}: this is beyond it"
     short = neighbour_ruled_out(now, moved)

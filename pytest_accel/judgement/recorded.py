@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import final
 
 from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE
-from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
+from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.core.units import format_change
 from pytest_accel.engine.processes import GitError, git, run_child
 from pytest_accel.judgement.baselines import BaselineEntry
@@ -217,5 +217,9 @@ def with_recorded_word(suspect: Verdict, word: RecordedWord, tolerance: float) -
         suspect,
         outcome=Outcome.NOISY,
         reason=f"{suspect.reason}; {_UNTOLD} ({beside}): {word.detail}; not judged",
-        abstention=Abstention(_UNTOLD, f"measure the two longer: pytest-accel ab --base {word.commit} -- <this test>"),
+        abstention=Abstention(
+            _UNTOLD,
+            f"measure the two longer: pytest-accel ab --base {word.commit} -- <this test>",
+            cause=Cause.RECORDED_BUILD,
+        ),
     )

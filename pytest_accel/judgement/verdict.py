@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, final
 
 from pytest_accel.core.measurement import UNPROBED, compared_samples, probe_normalized
-from pytest_accel.core.outcomes import Abstention, Outcome, Verdict
+from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.core.stats import (
     mann_whitney_p,
     median,
@@ -280,7 +280,9 @@ def _noisy_state(shift: StateShift, tolerance: float, normalized: bool) -> Verdi
         f"look {explains:.0f}% slower without any change of code: not judged",
         normalized=normalized,
         detectable=detectable_slowdown(shift.slower, tolerance),
-        abstention=Abstention(f"state: {shift.short_slower}, up to {explains:.0f}%", QUIETER, waits=True),
+        abstention=Abstention(
+            f"state: {shift.short_slower}, up to {explains:.0f}%", QUIETER, waits=True, cause=Cause.STATE
+        ),
     )
 
 
@@ -303,7 +305,10 @@ def _unsteady(
         f"{unsteady}: the machine is too unsteady to judge",
         normalized=normalized,
         abstention=Abstention(
-            f"unsteady: ±{spread_now * 100:.0f}% spread (limit ±{spread_limit * 100:.0f}%)", QUIETER, waits=True
+            f"unsteady: ±{spread_now * 100:.0f}% spread (limit ±{spread_limit * 100:.0f}%)",
+            QUIETER,
+            waits=True,
+            cause=Cause.UNSTEADY,
         ),
     )
     if not _separated(now, then, runs, policy.tolerance):
@@ -319,7 +324,9 @@ _UNPROBED = Verdict(
     "time",
     "the machine's state probes could not run (their buffers could not be allocated: out of memory?), so "
     "nothing is known of the machine's state: not judged",
-    abstention=Abstention("state probes could not run", "free memory for them (out of memory?)"),
+    abstention=Abstention(
+        "state probes could not run", "free memory for them (out of memory?)", cause=Cause.STATE_UNPROBED
+    ),
 )
 
 
@@ -335,7 +342,9 @@ def _probe_drift(current: Observation, baseline: Observation, policy: VerdictPol
         "(or torch's matmul) is in another state; re-record the baseline if this is the new normal",
         normalized=True,
         abstention=Abstention(
-            f"reference kernel {drift:.2f}x as long", "re-record if that is the new normal (--accel-update)"
+            f"reference kernel {drift:.2f}x as long",
+            "re-record if that is the new normal (--accel-update)",
+            cause=Cause.PROBE_DRIFT,
         ),
     )
 
@@ -347,7 +356,12 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     if not normalized:
         now, then = tuple(current.samples), tuple(baseline.samples)
     if not now or not then:
-        return Verdict(Outcome.NEW, "time", "no samples to compare", abstention=Abstention("no samples", RECORD))
+        return Verdict(
+            Outcome.NEW,
+            "time",
+            "no samples to compare",
+            abstention=Abstention("no samples", RECORD, cause=Cause.NO_SAMPLES),
+        )
     if current.state.get(UNPROBED):
         return _UNPROBED
     # Recorded run medians are normalised exactly when the baseline has probe samples.

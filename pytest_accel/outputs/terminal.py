@@ -6,10 +6,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_accel.core.measurement import display_name, mode_note, short_names
-from pytest_accel.core.outcomes import Abstention, Outcome
+from pytest_accel.core.outcomes import Abstention, Cause, Outcome
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
-from pytest_accel.judgement.comparable import NO_BASELINE
 from pytest_accel.judgement.drift import MIN_NIGHTS, UNSETTLED, NightDrift
 from pytest_accel.judgement.gate import Waited
 from pytest_accel.judgement.recorded import RecordedWord
@@ -175,18 +174,18 @@ def _rows(unjudged: Sequence[Recorded], lead: str) -> list[str]:
     the name, the change it read when there was one, why, in columns; the first ``_REASONS_SHOWN``."""
     shown = unjudged[:_REASONS_SHOWN]
     names = short_names([display_name(r.test, r.measurement.name) for r in shown])
-    groups: dict[str, list[tuple[str, str, str]]] = {}
+    groups: dict[Cause, tuple[str, list[tuple[str, str, str]]]] = {}  # by the rule that abstained
     for record, name in zip(shown, names, strict=True):
         assert record.verdict is not None
         time = record.verdict.time
-        short = time.abstention or Abstention(_clipped(time.reason), "see --accel-json")  # a file without it
+        short = time.abstention or Abstention(_clipped(time.reason), "see --accel-json", cause=Cause.UNNAMED)
         change = "" if time.ratio is None else format_percent_change(time.ratio)
-        groups.setdefault(short.remedy, []).append((name, change, short.why))
-    rows = [row for group in groups.values() for row in group]
+        groups.setdefault(short.cause, (short.remedy, []))[1].append((name, change, short.why))
+    rows = [row for _, group in groups.values() for row in group]
     name_width = max(len(name) for name, _, _ in rows)
     change_width = max(len(change) for _, change, _ in rows)
     lines = []
-    for remedy, group in groups.items():
+    for remedy, group in groups.values():
         lines.append(f"accel:   {lead}{remedy}:")
         for name, change, why in group:
             row = f"accel:     {name.ljust(name_width)}" + (f"  {change.rjust(change_width)}" if change_width else "")
@@ -217,7 +216,9 @@ def _noisy_lines(records: Sequence[Recorded], counts: Mapping[str, int]) -> list
 def _new_lines(records: Sequence[Recorded], where: str) -> list[str]:
     """New figures: those without a baseline in one line; those whose baseline is not comparable a row each."""
     new = _unjudged(records, Outcome.NEW)
-    other = [r for r in new if (short := r.verdict and r.verdict.time.abstention) and short.why != NO_BASELINE]
+    other = [
+        r for r in new if (short := r.verdict and r.verdict.time.abstention) and short.cause is not Cause.NO_BASELINE
+    ]
     lines = []
     if missing := len(new) - len(other):
         lines.append(f"accel: {missing} new: {_HINTS['new'].format(where=where)}")

@@ -15,8 +15,8 @@ from typing import Any, final
 import pytest
 
 from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.outcomes import Cause
 from pytest_accel.judgement.calibrate import StandardNeighbour
-from pytest_accel.judgement.comparable import NO_BASELINE
 from pytest_accel.judgement.confirm import in_fresh_process
 from pytest_accel.judgement.recording import orphaned_tests, stale_lines
 from pytest_accel.judgement.results import USER_PROPERTY, Recorded
@@ -203,7 +203,7 @@ class AccelSession:
         key = self.parts.key()
         waits, sittings = self.parts.waits(), self.parts.sittings()
         new = [r.test for r in self.recorded if r.verdict is not None and r.verdict.time.abstention is not None
-               and r.verdict.time.abstention.why == NO_BASELINE]  # fmt: skip
+               and r.verdict.time.abstention.cause is Cause.NO_BASELINE]  # fmt: skip
         baselined = {test for test, _ in self.parts.baselines()} if new else set()  # loaded: a figure was judged
         lines = summary_lines(
             self.recorded, key, self.options, self.traces, self.problems, self.unwritten, waits, sittings,
