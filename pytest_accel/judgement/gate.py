@@ -163,6 +163,10 @@ def _unsettled(
     )
 
 
+def _throttled(rounds: str) -> Abstention:
+    return Abstention(f"throttled in {rounds}", _COOL, cause=Cause.THROTTLED)
+
+
 def run_gate(
     measurement: Measurement,
     entry: BaselineEntry | None,
@@ -205,12 +209,7 @@ def run_gate(
         taken = pooled(group)
         if (throttled := throttle_problem(taken)) is not None:  # never a silent figure; memory still judged
             rounds = f"{taken.throttled_rounds} of {len(taken.samples)} rounds"
-            return Verdict(
-                Outcome.NOISY,
-                "time",
-                throttled,
-                abstention=Abstention(f"throttled in {rounds}", _COOL, cause=Cause.THROTTLED),
-            )
+            return Verdict(Outcome.NOISY, "time", throttled, abstention=_throttled(rounds))
         return judged_raw_too(judge_time(_observation(taken), baseline, policy), taken, baseline, policy, moved)
 
     # The environment changed since the recordings: the reference kernel (a matmul) runs the libraries under test

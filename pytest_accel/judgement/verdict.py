@@ -349,6 +349,11 @@ def _probe_drift(current: Observation, baseline: Observation, policy: VerdictPol
     )
 
 
+_NO_SAMPLES = Verdict(
+    Outcome.NEW, "time", "no samples to compare", abstention=Abstention("no samples", RECORD, cause=Cause.NO_SAMPLES)
+)
+
+
 def judge_time(current: Observation, baseline: Observation, policy: VerdictPolicy) -> Verdict:
     """Compare the time of one measurement with its baseline (rules 2-3 of the module docstring)."""
     now, then = current.normalized, baseline.normalized
@@ -356,12 +361,7 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     if not normalized:
         now, then = tuple(current.samples), tuple(baseline.samples)
     if not now or not then:
-        return Verdict(
-            Outcome.NEW,
-            "time",
-            "no samples to compare",
-            abstention=Abstention("no samples", RECORD, cause=Cause.NO_SAMPLES),
-        )
+        return _NO_SAMPLES
     if current.state.get(UNPROBED):
         return _UNPROBED
     # Recorded run medians are normalised exactly when the baseline has probe samples.
