@@ -122,6 +122,27 @@ def test_a_library_upgraded_or_rebuilt_a_plugin_and_a_variable_change_the_finger
     assert base.changes(taken("v1", [], OMP_NUM_THREADS="1")) == ("OMP_NUM_THREADS unset -> '1'",)
 
 
+def test_the_build_metadata_in_an_editable_source_tree_names_the_same_build_as_its_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pip install -e .`` leaves ``<name>.egg-info`` (no RECORD) in the source tree: a process started there
+    finds it first on its path, one started elsewhere the installed record; both name the same build."""
+    repository, site = tmp_path / "repo", tmp_path / "site"
+    egg = repository / "planted_lib.egg-info"
+    egg.mkdir(parents=True)
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: planted-lib\nVersion: 1.0\n")
+    _distribution(site, "planted-lib", "1.0", "planted_lib/__init__.py,sha256=aaa,10\n")
+
+    def taken(*path: Path) -> Environment:
+        with monkeypatch.context() as patch:
+            for folder in reversed(path):
+                patch.syspath_prepend(str(folder))
+            return take_environment(tmp_path / "elsewhere", [])
+
+    in_the_tree, elsewhere = taken(repository, site), taken(site)
+    assert in_the_tree.parts["dist planted-lib"] == elsewhere.parts["dist planted-lib"]
+
+
 def test_an_environment_is_kept_once_per_device_and_read_back(tmp_path: Path) -> None:
     store = EnvironmentStore(tmp_path)
     path = store.save("cpu-x-2c", THEN)

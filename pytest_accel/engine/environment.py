@@ -41,10 +41,8 @@ def take_environment(
     ``rootdir`` and any distribution, the steering ``variables`` (this process's by default), start-up files."""
     root = _resolved(rootdir)
     parts: dict[str, str] = {}
-    for dist in metadata.distributions():
-        name = _dist_name(dist)
-        if name and f"dist {name}" not in parts:  # the first on sys.path is the one imported
-            parts[f"dist {name}"] = f"{dist.version}#{_stamp(dist, root)}"
+    for name, dist in _installed().items():
+        parts[f"dist {name}"] = f"{dist.version}#{_stamp(dist, root)}"
     for name, plugin in plugins:
         if (stamp := _plugin_stamp(plugin, root)) is not None:
             parts[f"plugin {_plugin_name(name, plugin)}"] = stamp
@@ -53,6 +51,23 @@ def take_environment(
     for path in _startup_files():
         parts[f"file {path.name}"] = _file_hash(path)
     return Environment(parts)
+
+
+def _installed() -> dict[str, metadata.Distribution]:
+    """Each distribution by name: the first on ``sys.path``, which is the one imported, except that the
+    build metadata an editable install leaves in its source tree (``<name>.egg-info``, no ``RECORD``) gives
+    way to the installed record of the same name, so a process started in that tree (``python -m pytest``
+    from the repository root puts it first on the path) and one started elsewhere name the same build."""
+    found: dict[str, metadata.Distribution] = {}
+    for dist in metadata.distributions():
+        name = _dist_name(dist)
+        if name and (name not in found or (_build_metadata(found[name]) and not _build_metadata(dist))):
+            found[name] = dist
+    return found
+
+
+def _build_metadata(dist: metadata.Distribution) -> bool:
+    return dist.read_text("RECORD") is None and _editable_source(dist) is None
 
 
 def editable_sources() -> list[Path]:
