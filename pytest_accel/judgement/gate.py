@@ -27,15 +27,9 @@ from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.comparable import COMPARABLE, judged_raw_too, not_comparable
 from pytest_accel.judgement.conclusion import GateResult, failure_lines
-from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
+from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
 from pytest_accel.judgement.drift import NightDrift
-from pytest_accel.judgement.recorded import (
-    RecordedWord,
-    measure_beside_recorded,
-    recorded_commit,
-    with_recorded_word,
-    worth_a_sitting,
-)
+from pytest_accel.judgement.recorded import RecordedWord, with_recorded_word, worth_a_sitting
 from pytest_accel.judgement.state import StateShift, state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
@@ -50,10 +44,12 @@ from pytest_accel.judgement.weighing import AGAIN, Reading, apart, weigh
 
 __all__ = [
     "EXTEND_MEASUREMENTS",
+    "NO_LAUNCHERS",
     "REFUTED_LIMIT",
     "Gate",
     "GateMode",
     "GateResult",
+    "Launchers",
     "Waited",
     "failure_lines",
     "reread",
@@ -346,6 +342,41 @@ class _Settle:
         return not self.unsettled
 
 
+# (test, metric, rootdir, settings, test measured before it, this run's environment digest) -> its word
+FreshLauncher = Callable[[str, str, Path, ChildSettings, str | None, str | None], FreshVerdict]
+# (entry, this run's provenance, rootdir, what changed since an environment digest) -> (commit, why not)
+CommitFinder = Callable[[BaselineEntry, Mapping[str, str], Path, Callable[[str], str]], tuple[str, str]]
+# (test, metric, commit, rootdir, settings, tolerance, minutes) -> the sitting's word
+SittingLauncher = Callable[[str, str, str, Path, ChildSettings, float, float], RecordedWord]
+
+
+@final
+@dataclass(frozen=True)
+class Launchers:
+    """What a gate may start to settle a suspect: a fresh pytest, and a sitting beside the recorded build (with
+    the check that its commit can be measured again). They start processes, which nothing under ``judgement/``
+    does: the plugin hands in ``sittings/``'s."""
+
+    fresh: FreshLauncher
+    recorded_commit: CommitFinder
+    beside_recorded: SittingLauncher
+
+
+def _none_fresh(*_: object) -> FreshVerdict:
+    return FreshVerdict(None, "this gate was given no way to start a fresh process")
+
+
+def _none_commit(*_: object) -> tuple[str, str]:
+    return "", "this gate was given no way to sit beside the recorded build"
+
+
+def _none_sitting(*_: object) -> RecordedWord:
+    return RecordedWord("", "this gate was given no way to sit beside the recorded build")
+
+
+NO_LAUNCHERS = Launchers(_none_fresh, _none_commit, _none_sitting)
+
+
 @final
 class Gate:
     """Judges one run's measurements against the stored entries of its device, profile and world size."""
@@ -363,12 +394,14 @@ class Gate:
         drifts: Mapping[tuple[str, str], NightDrift] | None = None,
         setup_causes: Mapping[str, tuple[str, str]] | None = None,
         environment_changes: Callable[[str], str] = lambda digest: "",
+        launchers: Launchers = NO_LAUNCHERS,
     ) -> None:
         self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
         # provenance field -> (why this run's setup is what it is, how to restore the baseline's): see run_gate
         self._setup_causes = setup_causes or {}
         # the recordings' environment digest -> what changed since, in a few words ("" where not kept)
         self._environment_changes = environment_changes
+        self._launchers = launchers
         self._provenance = provenance
         self._mode = mode
         self._rootdir = rootdir
@@ -495,7 +528,8 @@ class Gate:
     ) -> GateResult:
         """A suspect after its recorded build was measured beside this tree (judgement.recorded), within what is
         left of the run's minutes for such sittings."""
-        commit, why_not = recorded_commit(entry, self._provenance, self._rootdir, self._environment_changes)
+        find = self._launchers.recorded_commit
+        commit, why_not = find(entry, self._provenance, self._rootdir, self._environment_changes)
         left = self._mode.recorded_minutes - sum(word.seconds for word in self.sittings) / 60
         if not commit:
             word = RecordedWord("", why_not)
@@ -504,7 +538,7 @@ class Gate:
                 commit, f"the run's {self._mode.recorded_minutes:g} minutes for such sittings were spent"
             )
         else:
-            word = measure_beside_recorded(test, metric, commit, self._rootdir, settings, tolerance, left)
+            word = self._launchers.beside_recorded(test, metric, commit, self._rootdir, settings, tolerance, left)
             self.sittings.append(word)
         time = with_recorded_word(gate.time, word, tolerance)
         judged = gate.time.outcome is Outcome.NOISY and time.outcome is not Outcome.NOISY
@@ -522,10 +556,8 @@ class Gate:
         assert self._mode.fresh_process is not None
         left = self._wait_left() if self._quiet is not None else 0.0
         settings = self._mode.fresh_process.with_ini("accel_quiet_wait_seconds", f"{left:.0f}")
-        fresh = confirm_in_fresh_process(
-            test, metric, self._rootdir, settings, before=self._tests[0],
-            environment=self._provenance.get(ENVIRONMENT_PROVENANCE),
-        )  # fmt: skip
+        environment = self._provenance.get(ENVIRONMENT_PROVENANCE)
+        fresh = self._launchers.fresh(test, metric, self._rootdir, settings, self._tests[0], environment)
         if fresh.waited:
             self.waits.append(Waited(test, fresh.waited, fresh.outcome))
         return fresh
