@@ -121,11 +121,6 @@ class Measurement:
         return not self.samples
 
     @property
-    def normalized_samples(self) -> tuple[float, ...]:
-        """Each round's time over its probe figure (adjacent round, or pipelined: the block's median)."""
-        return probe_normalized(self.samples, self.probe_samples)
-
-    @property
     def compared_samples(self) -> tuple[float, ...]:
         """What a verdict compares (see ``compared_samples``)."""
         return compared_samples(self.samples, self.probe_samples)
