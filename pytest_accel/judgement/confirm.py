@@ -2,11 +2,11 @@
 (``sittings/fresh.py`` starts it).
 
 Re-measuring in the same process cannot clear a process-level bias: memory layout, thread
-placement and allocator state shift a process's figures as a whole (seen here: the same kernel's
-probe-normalised median differed by up to 10% between fresh processes). So a regression that
-survived the in-process confirmations is measured once more by a child ``pytest`` running only
-that test (after the test the parent measured before it: measured first in its process, the math
-decode kernel sat 25-45% slower in 7 of 11 processes, docs/studies/first-in-process), with the same
+placement and allocator state shift a process's figures as a whole (the same kernel's
+probe-normalised median differs between fresh processes, docs/studies/process-levels). So a regression
+that survived the in-process confirmations is measured once more by a child ``pytest`` running only
+that test (after the test the parent measured before it: a kernel measured first in its process
+often sits at a slower level, docs/studies/first-in-process), with the same
 device, profile, thresholds and baselines, and the parent's options that decide what code runs
 (``-p`` plugins, config file, ini overrides); the test fails only if the child agrees
 (``gate.with_fresh_confirmation`` weighs its word). The child takes one reading (no

@@ -59,9 +59,10 @@ __all__ = [
 ]
 
 # Extra measurements of a suspect the first one could not decide, pooled with it (run_gate). Beside a
-# second perf suite on the 2-core VM one measurement's interval was +-17-20% where a quiet one's was
-# +-5%, so a planted +20-33% read "could see 20%"; five measurements' rounds narrow it about sqrt(5)
-# fold (docs/sensitivity.md). Only suspects pay: unchanged code that reads within the tolerance does not.
+# second perf suite on the 2-core VM one measurement's interval was several times a quiet one's, too
+# wide to call a planted slowdown; five measurements' rounds narrow it about sqrt(5) fold
+# (docs/sensitivity.md, docs/measurements.md). Only suspects pay: unchanged code that reads within the
+# tolerance does not.
 EXTEND_MEASUREMENTS = 4
 # After this many suspects of one run were refuted by a fresh process (it measured and disagreed), the
 # run's process-level bias is shown: later suspects are reported noisy at once, not re-measured in yet
@@ -97,9 +98,10 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict, tolerance: floa
 
     A process-level bias makes a fresh process read no change, so one that does refutes; one whose
     interval reaches both no change and this process's figure could not tell (noisy, not a pass): a
-    planted +10% read +16.0% here and +9.3% [-4.9% .. +25.5%] in the fresh process, once "unchanged".
-    One that says the same, but at a level too far from this process's for one level (``apart``),
-    confirms nothing either: unchanged code read +13.4% here and +58.0% there.
+    planted slowdown whose fresh process's interval reached both once passed as "unchanged"
+    (docs/studies/quiet-wait). One that says the same, but at a level too far from this process's for
+    one level (``apart``), confirms nothing either: unchanged code once read slower in both, at levels
+    far apart (docs/studies/first-in-process).
     """
     if fresh.outcome is None:
         return replace(first, reason=f"{first.reason}; no fresh-process confirmation: {fresh.detail}")
@@ -228,8 +230,8 @@ def run_gate(
         batch = [remeasure() for _ in range(group)]
         confirmation = judge(batch)
         # A confirmation that cannot decide is extended as the first measurement was: beside a
-        # neighbour one measurement's interval (+-10-20%) left a planted +26% "noisy" after a first
-        # +26.5% and a confirmation of +11.6% on the 2-core VM.
+        # neighbour one measurement's interval is wide enough to leave a planted slowdown "noisy" after
+        # a first reading that called it (docs/sensitivity.md, docs/studies/neighbour-bound).
         while _undecided_suspect(confirmation, policy.tolerance) and len(batch) <= EXTEND_MEASUREMENTS:
             batch.append(remeasure())
             confirmation = judge(batch)
@@ -245,8 +247,8 @@ def run_gate(
 def reread(first: Verdict, again: Verdict, tolerance: float) -> Verdict:
     """A re-measurement as it bears on the suspect ``first``: one that read "unchanged" is weighed with
     it (``weighing.weigh``): it agrees (``first``'s outcome), could not tell (noisy), or refutes (as read).
-    A planted +10% read +17.8%, then +13.5% [-1.2% .. +30.5%], and passed as unchanged (docs/studies/
-    quiet-wait, run 8)."""
+    A planted slowdown whose confirmation's interval reached no change once passed as unchanged
+    (docs/studies/quiet-wait, run 8)."""
     if first.outcome not in (Outcome.REGRESSED, Outcome.IMPROVED) or again.outcome is not Outcome.UNCHANGED:
         return again
     reading, together = weigh(first, again, tolerance)
@@ -517,8 +519,7 @@ class Gate:
         verdict = with_fresh_confirmation(suspect, fresh, tolerance)
         # Refuted: the fresh process measured and disagreed. One that abstained (its machine state not
         # covered), could not tell or could not run said nothing of this process's bias: counting those
-        # made three confirmed +22-32% slowdowns "noisy" beside a neighbour that had left
-        # (docs/studies/quiet-wait).
+        # made three confirmed slowdowns "noisy" beside a neighbour that had left (docs/studies/quiet-wait).
         if verdict.outcome is Outcome.UNCHANGED or fresh.outcome is Outcome.IMPROVED:
             self.refuted += 1
         return verdict, fresh
@@ -552,7 +553,8 @@ class Gate:
         """The fresh process's word on ``test``, measured after the test this run judged before it (where
         the recordings measured it too; docs/studies/first-in-process). It waits for quiet as this run
         does, within what is left of this run's budget, and its wait counts against that budget: a fresh
-        process that met the gather probe in one of its bursts abstained twice at +9-10% (quiet-wait, run 6)."""
+        process that met the gather probe in one of its bursts abstained twice on a real slowdown
+        (docs/studies/quiet-wait, run 6)."""
         assert self._mode.fresh_process is not None
         left = self._wait_left() if self._quiet is not None else 0.0
         settings = self._mode.fresh_process.with_ini("accel_quiet_wait_seconds", f"{left:.0f}")
