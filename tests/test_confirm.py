@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,22 @@ from hypothesis import strategies as st
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.engine.processes import ChildRun
-from pytest_accel.judgement import confirm as confirm_module
-from pytest_accel.judgement import gate as gate_module
 from pytest_accel.judgement.baselines import BaselineEntry
-from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, accept_command, confirm_in_fresh_process
-from pytest_accel.judgement.gate import Gate, GateMode, Waited, reread, run_gate, with_fresh_confirmation
+from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, accept_command
+from pytest_accel.judgement.gate import (
+    NO_LAUNCHERS,
+    Gate,
+    GateMode,
+    Waited,
+    reread,
+    run_gate,
+    with_fresh_confirmation,
+)
 from pytest_accel.judgement.results import Recorded, results_document
 from pytest_accel.judgement.verdict import VerdictPolicy, VerdictRecord
 from pytest_accel.judgement.weighing import apart
+from pytest_accel.sittings import fresh as confirm_module
+from pytest_accel.sittings.fresh import confirm_in_fresh_process
 
 NODE = "perf/test_k.py::test_k"
 SETTINGS = ChildSettings(device="cpu", profile="smoke", baselines=Path("baselines"), ini=())
@@ -269,12 +278,12 @@ def test_the_gate_names_the_test_it_judged_before_the_suspect(monkeypatch: pytes
     asked: list[str | None] = []
 
     def answering(
-        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None, **_: Any
+        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None, environment: str | None
     ) -> FreshVerdict:
         asked.append(before)
         return FreshVerdict(Outcome.REGRESSED, "time +50%")
 
-    monkeypatch.setattr(gate_module, "confirm_in_fresh_process", answering)
+    launchers = replace(NO_LAUNCHERS, fresh=answering)
     base = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
     slow = Measurement("x", 1.0, tuple(s * 1.5 for s in base.samples), probe_samples=(1e-3,) * 30)
     entries = {
@@ -282,7 +291,7 @@ def test_the_gate_names_the_test_it_judged_before_the_suspect(monkeypatch: pytes
         for test in ("t::a", "t::b")
     }
     mode = GateMode(confirmations=0, fresh_process=SETTINGS)
-    gate = Gate(lambda: entries, {}, mode, Path("."), gate_memory=False)
+    gate = Gate(lambda: entries, {}, mode, Path("."), gate_memory=False, launchers=launchers)
     for test in ("t::a", "t::b"):
         assert gate.judge(test, slow, VerdictPolicy(), lambda: slow).outcome is Outcome.REGRESSED
     assert asked == [None, "t::a"]
@@ -292,18 +301,19 @@ def test_the_child_is_told_the_budget_left_and_its_wait_counts_against_it(monkey
     asked: list[ChildSettings] = []
 
     def answering(
-        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None, **_: Any
+        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None, environment: str | None
     ) -> FreshVerdict:
         asked.append(settings)
         return FreshVerdict(Outcome.REGRESSED, "time +12%", waited=30.0)
 
-    monkeypatch.setattr(gate_module, "confirm_in_fresh_process", answering)
+    launchers = replace(NO_LAUNCHERS, fresh=answering)
     base = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
     slow = Measurement("x", 1.0, tuple(s * 1.5 for s in base.samples), probe_samples=(1e-3,) * 30)
     entries = {("t::a", "throughput"): BaselineEntry("t::a", "throughput", "x", 1.0, base.samples, base.probe_samples)}
     settings = ChildSettings("cpu", "smoke", Path("."), (("accel_quiet_wait_seconds", "9"),), 1)
     mode = GateMode(confirmations=0, fresh_process=settings, quiet_wait_seconds=100)
-    gate = Gate(lambda: entries, {}, mode, Path("."), gate_memory=False, quiet=lambda *a: (True, 0.0))
+    quiet = lambda *a: (True, 0.0)  # noqa: E731
+    gate = Gate(lambda: entries, {}, mode, Path("."), gate_memory=False, quiet=quiet, launchers=launchers)
     gate.waits.append(Waited("t::earlier", 40.0, Outcome.UNCHANGED))
     assert gate.judge("t::a", slow, VerdictPolicy(), lambda: slow).outcome is Outcome.REGRESSED
     assert asked[0].ini == (("accel_quiet_wait_seconds", "60"),)  # 100 s, less the 40 s waited, replaces 9

@@ -20,7 +20,6 @@ from nights import commit_of, date_of, night_document, write_night
 
 from pytest_accel.commands.cli import main
 from pytest_accel.core.stats import mann_whitney_p
-from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, welch_p, windowed_change_points
 from pytest_accel.judgement.history import change_points, split_p_values
 from pytest_accel.judgement.results import load_results
 from pytest_accel.outputs.history_index import INDEX_SCHEMA, HistoryIndex, HistoryIndexError
@@ -186,8 +185,6 @@ def test_sixty_nights_survive_a_lost_cache_and_show_the_planted_shift(
     assert "test_off" not in out  # timing disabled: no figures
     assert main(["history", str(folder), "--db", str(index)]) == 0  # the index, rebuilt, says the same
     assert capsys.readouterr().out == out
-    assert main(["history", "--db", str(index), "--detector", "windowed"]) == 0
-    assert f"{date_of(40)} (" in capsys.readouterr().out
 
 
 def test_history_shows_a_table_per_device(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -227,23 +224,14 @@ def test_one_ranking_gives_every_split_its_mann_whitney_p(values: list[float]) -
     assert fast == pytest.approx([mann_whitney_p(values[:k], values[k:]) for k in range(1, len(values))], rel=1e-12)
 
 
-@pytest.mark.parametrize("detector", [change_points, windowed_change_points])
-def test_both_detectors_find_a_clean_shift_and_nothing_in_a_flat_series(detector: object) -> None:
-    assert callable(detector)
+def test_the_detector_finds_a_clean_shift_and_nothing_in_a_flat_series() -> None:
+    detector = change_points
     flat = [1.0 + 0.01 * ((7 * i) % 5 - 2) for i in range(50)]
     shifted = flat[:30] + [v * 1.25 for v in flat[30:]]
     assert detector(flat, 0.05) == []
     (found,) = detector(shifted, 0.05)
     assert found.index == 30 and found.ratio == pytest.approx(1.25) and found.p_value < 0.01
 
-
-def test_welch_p() -> None:
-    assert welch_p([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]) == 1.0
-    assert welch_p([1.0, 1.0, 1.0], [2.0, 2.0, 2.0]) == 0.0
-    # t = 3 with 4 degrees of freedom (equal variances and sizes): two-sided p = 0.0399
-    shifted = [x + 3 * (2 / 3) ** 0.5 for x in (1.0, 2.0, 3.0)]
-    assert welch_p([1.0, 2.0, 3.0], shifted) == pytest.approx(0.0399, abs=1e-4)
-    assert DEFAULT_DETECTOR == "segmentation"  # docs/studies/history/README.md: the study that chose it
 
 
 def test_the_nightly_files_its_results_on_the_history_branch() -> None:
@@ -329,8 +317,8 @@ def test_an_index_of_the_right_version_with_other_tables_is_refused_untouched(
     assert "not touched" in err and "Traceback" not in err and index.read_bytes() == before
 
 
-@pytest.mark.parametrize("detector", [change_points, windowed_change_points])
-def test_a_long_clean_history_has_one_change_point_at_its_step(detector: object) -> None:
+def test_a_long_clean_history_has_one_change_point_at_its_step() -> None:
+    detector = change_points
     """2,000 noise-free nights, +25% from night 1,500: p underflows to 0 for many splits; one change point."""
     assert callable(detector)
     values = [1.0] * 1500 + [1.25] * 500

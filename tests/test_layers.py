@@ -19,10 +19,11 @@ LAYERS = {
     "core": 0,  # records and pure math every layer shares: Measurement, stats, units
     "storage": 1,  # files: strict reading, canonical writing, locks, atomic writes, the versioned entry files
     "engine": 2,  # devices (the only torch / vendor imports), the measuring loop, the machine's probes
-    "judgement": 3,  # verdicts, the gate and all of confirmation, the baseline and result codecs, history
-    "outputs": 4,  # terminal table, Markdown / HTML pages, plots, exports, the history folder
+    "judgement": 3,  # verdicts, the gate and how confirmations are weighed, the file codecs, history
+    "sittings": 4,  # what starts processes to settle a suspect or calibrate: fresh pytest, recorded build, neighbour
+    "outputs": 5,  # terminal table, Markdown / HTML pages, plots, exports, the history folder
 }
-FACE = 5  # plugin, options, session, fixture, ranks, cli: the pytest face and the command line
+FACE = 6  # plugin, options, session, fixture, ranks, cli: the pytest face and the command line
 PURE = ("core", "storage", "judgement", "outputs")  # no torch, no pytest: tested fast and exhaustively
 
 # The face is two stacks, one folder each, that never import each other: the pytest plugin (pytest
@@ -153,6 +154,37 @@ def test_the_face_points_one_way() -> None:
 def test_the_session_only_wires() -> None:
     lines = len((PACKAGE / "plugin" / "session.py").read_text(encoding="utf-8").splitlines())
     assert lines <= SESSION_LINES
+
+
+# What starts a process or a thread: the standard library's means, and the engine's one home of child processes.
+LAUNCHING = ("subprocess", "threading", "multiprocessing", "concurrent", "pty", "pytest_accel.engine.processes")
+
+
+def launches_in(path: Path, package: str | None = None) -> list[str]:
+    """What in this file starts a process or a thread: imports of ``LAUNCHING``, calls of ``os.fork`` and kin."""
+    found = sorted(m for m in imports_of(path, package) if m in LAUNCHING or m.split(".")[0] in LAUNCHING[:-1])
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found += sorted(
+        f"os.{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os"
+        and re.fullmatch(r"fork|forkpty|system|popen|spawn\w*|exec\w*|posix_spawn\w*", node.attr)
+    )  # fmt: skip
+    return found
+
+
+@pytest.mark.parametrize("folder", PURE)
+def test_pure_layers_start_no_process_and_no_thread(folder: str) -> None:
+    """What judges starts nothing: processes and threads belong to ``engine/`` and ``sittings/`` (and the face)."""
+    launching = {module_name(path): found for path in (PACKAGE / folder).rglob("*.py") if (found := launches_in(path))}
+    assert launching == {}
+
+
+def test_the_launch_check_sees_a_process_start(tmp_path: Path) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text("import os\ndef f():\n    from subprocess import run\n    os.fork()\n")
+    found = launches_in(source, package="pytest_accel.judgement")
+    assert "subprocess" in found and "os.fork" in found
 
 
 @pytest.mark.parametrize("folder", PURE)

@@ -18,18 +18,20 @@ from support import commit, git
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.comparison import COMPARISON_FILE, Comparison, ComparisonError, load_comparison
 from pytest_accel.judgement.conclusion import GateResult
 from pytest_accel.judgement.confirm import ChildSettings
 from pytest_accel.judgement.gate import Gate, GateMode
 from pytest_accel.judgement.paired import PairedVerdict
 from pytest_accel.judgement.recorded import (
     RecordedWord,
-    _word_for,
-    recorded_commit,
     with_recorded_word,
+    word_from_comparison,
     worth_a_sitting,
 )
 from pytest_accel.judgement.verdict import BesideRecorded, VerdictRecord
+from pytest_accel.plugin.parts import LAUNCHERS
+from pytest_accel.sittings.recorded import recorded_commit
 
 ONE = (Measurement("throughput", 1.0, (0.01,) * 5),)  # what a gate judged: one measurement, no re-measurement
 SUSPECT = Verdict(Outcome.REGRESSED, "time", "slower: +9.0% [+5.1% .. +13.0%]", ratio=1.09, low=1.051, high=1.13)
@@ -171,7 +173,8 @@ def test_no_sitting_starts_once_the_runs_minutes_for_them_are_spent(repo: tuple[
     folder, first = repo
     settings = ChildSettings("cpu", "smoke", folder / "bl", ())
     mode = GateMode(recorded=settings, recorded_minutes=5)
-    gate = Gate(dict, {"torch": "2.13.0+cpu", "environment": "e1"}, mode, folder, gate_memory=True)
+    provenance = {"torch": "2.13.0+cpu", "environment": "e1"}
+    gate = Gate(dict, provenance, mode, folder, gate_memory=True, launchers=LAUNCHERS)
     gate.sittings.append(RecordedWord(first, "+0.2%, unchanged after 40 pairs", None, seconds=4.8 * 60))
     stored = entry(commit=first, torch="2.13.0+cpu", environment="e1")
     judged = gate._beside_recorded("t.py::test_a", "throughput", GateResult(SUSPECT, None, ()), stored, settings, 0.05)
@@ -236,16 +239,29 @@ def test_no_sitting_is_held_unless_the_environment_is_proved_the_recordings_own(
 def test_the_sittings_answer_is_read_for_the_one_test_and_metric() -> None:
     row = {"test": "t.py::test_a", "metric": "time", "outcome": "regressed", "pairs": 7, "ratio": 1.2, "low": 1.1,
            "high": 1.3, "reason": "slower, beyond the 5% tolerance"}  # fmt: skip
-    document = {"tests": [{**row, "test": "t.py::test_b", "outcome": "unchanged"}, row]}
-    read = _word_for(document, "t.py::test_a", "time", COMMIT)
+    comparison = Comparison(0, {(r["test"], r["metric"]): PairedVerdict.from_dict(r) for r in (
+        {**row, "test": "t.py::test_b", "outcome": "unchanged"}, row)})  # fmt: skip
+    read = word_from_comparison(comparison, "t.py::test_a", "time", COMMIT)
     assert read.verdict == PairedVerdict(Outcome.REGRESSED, 7, 1.2, 1.1, 1.3, "slower, beyond the 5% tolerance")
     assert read.detail == "+20.0% [+10.0% .. +30.0%], regressed after 7 pairs (slower, beyond the 5% tolerance)"
-    assert _word_for(document, "t.py::test_c", "time", COMMIT) == RecordedWord(
+    assert word_from_comparison(comparison, "t.py::test_c", "time", COMMIT) == RecordedWord(
         COMMIT, "the sitting measured no 'time' for the test"
     )  # fmt: skip
-    broken = _word_for({"tests": [{**row, "outcome": "fine"}]}, "t.py::test_a", "time", COMMIT)
-    assert broken.verdict is None and broken.detail.startswith("the sitting's answer for the test is unreadable: ")
-    assert _word_for([], "t.py::test_a", "time", COMMIT).verdict is None
+
+
+def test_a_comparison_file_of_another_schema_or_with_a_broken_row_is_named(tmp_path: Path) -> None:
+    row = {"test": "t.py::test_a", "metric": "time", "outcome": "regressed", "pairs": 7}
+    (tmp_path / COMPARISON_FILE).write_text(json.dumps({"schema": 1, "exit_code": 1, "tests": [row]}))
+    read = load_comparison(tmp_path)
+    assert read is not None and read.verdict_for("t.py::test_a", "time") == PairedVerdict(Outcome.REGRESSED, 7)
+    (tmp_path / COMPARISON_FILE).write_text(json.dumps({"schema": 2, "exit_code": 1, "tests": [row]}))
+    with pytest.raises(ComparisonError, match=r"comparison.json: schema 2, this pytest-accel reads 1"):
+        load_comparison(tmp_path)
+    broken = {"schema": 1, "exit_code": 1, "tests": [{**row, "outcome": "fine"}]}
+    (tmp_path / COMPARISON_FILE).write_text(json.dumps(broken))
+    with pytest.raises(ComparisonError, match=r"comparison.json: tests\[0\]: paired verdict: unknown outcome 'fine'"):
+        load_comparison(tmp_path)
+    assert load_comparison(tmp_path / "none") is None
 
 
 # A workload whose cost the commit decides (SLOW) and, to stand for a host that ran faster while the

@@ -6,8 +6,8 @@ import json
 import math
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given
@@ -19,10 +19,9 @@ from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.engine import sampling as measure_module
 from pytest_accel.engine.devices.cpu import HostTimer, cpu_identity
 from pytest_accel.engine.sampling import STATE_EVERY, MeasureConfig, measure
-from pytest_accel.judgement import gate as gate_module
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore, state_history
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
-from pytest_accel.judgement.gate import REFUTED_LIMIT, Gate, GateMode
+from pytest_accel.judgement.gate import NO_LAUNCHERS, REFUTED_LIMIT, Gate, GateMode
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import (
     Observation,
@@ -335,12 +334,12 @@ def _four_suspects_through(fresh: FreshVerdict, monkeypatch: pytest.MonkeyPatch)
     spawned: list[str] = []
 
     def answering(
-        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None = None, **_: Any
+        test: str, metric: str, rootdir: Path, settings: ChildSettings, before: str | None, environment: str | None
     ) -> FreshVerdict:
         spawned.append(test)
         return fresh
 
-    monkeypatch.setattr(gate_module, "confirm_in_fresh_process", answering)
+    launchers = replace(NO_LAUNCHERS, fresh=answering)
     base = Measurement("x", 1.0, tuple(0.01 * (1 + 0.01 * (i % 3)) for i in range(30)), probe_samples=(1e-3,) * 30)
     slow = Measurement("x", 1.0, tuple(s * 1.5 for s in base.samples), probe_samples=(1e-3,) * 30)
     entries = {
@@ -348,7 +347,8 @@ def _four_suspects_through(fresh: FreshVerdict, monkeypatch: pytest.MonkeyPatch)
         for i in range(4)
     }
     settings = ChildSettings("cpu", "smoke", Path("."), (("accel_measure_seconds", "1.0"),), 1)
-    gate = Gate(lambda: entries, {}, GateMode(confirmations=0, fresh_process=settings), Path("."), gate_memory=False)
+    mode = GateMode(confirmations=0, fresh_process=settings)
+    gate = Gate(lambda: entries, {}, mode, Path("."), gate_memory=False, launchers=launchers)
     outcomes = [gate.judge(f"t::{i}", slow, POLICY, lambda: slow).outcome for i in range(4)]
     return outcomes, len(spawned), gate
 

@@ -50,6 +50,7 @@ from pytest_accel.core.operator_table import absent_line, explain
 from pytest_accel.core.outcomes import PAIRED, Outcome, Verdict
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_change, format_percent_change, format_rate, format_seconds
+from pytest_accel.judgement.comparison import COMPARISON_FILE, COMPARISON_SCHEMA
 from pytest_accel.judgement.paired import PairedVerdict, SequentialPlan, judge_pairs
 from pytest_accel.judgement.results import merged_document, save_results
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_memory
@@ -58,7 +59,6 @@ from pytest_accel.storage.files import encode, write_atomically
 
 __all__ = ["ABError", "ABSettings", "Key", "Sitting", "deselected", "parse_variable", "run_ab", "sit"]
 
-AB_SCHEMA = 1
 _ROOTDIR = re.compile(r"^rootdir: .*$", re.MULTILINE)  # pytest's header: "rootdir: DIR[, configfile: FILE]"
 _NOT_FOUND = re.compile(r"^ERROR: (file or directory not found|not found): ", re.MULTILINE)
 
@@ -512,7 +512,7 @@ def write_outputs(sitting: Sitting, code: int) -> str:
             text += f"\n{display_name(*key)}, operators (base -> head):\n\n```\n" + "\n".join(track.operators)
             text += "\n```\n" + (f"traces: {out}/traces/base, {out}/traces/head\n" if (out / "traces").is_dir() else "")
     document = {
-        "schema": AB_SCHEMA,
+        "schema": COMPARISON_SCHEMA,
         "base": sitting.sides["base"].describe(),
         "head": sitting.sides["head"].describe(),
         "pytest_args": list(settings.pytest_args),
@@ -530,7 +530,7 @@ def write_outputs(sitting: Sitting, code: int) -> str:
         merged = merged_document([run.results for run in runs if run.results is not None])
         if merged is not None:
             save_results(out / f"{name}.json", merged)
-    write_atomically(out / "comparison.json", encode(document))
+    write_atomically(out / COMPARISON_FILE, encode(document))
     (out / "comparison.md").write_text(text, encoding="utf-8")
     if settings.markdown is not None:
         settings.markdown.write_text(text, encoding="utf-8")
@@ -551,7 +551,7 @@ def _prepare_out(out: Path) -> None:
     """``--out`` holds only ab's own files: refuse a folder with anything else in it."""
     if out.exists() and not out.is_dir():
         raise ABError(f"--out {out}: exists and is not a folder")
-    ours = {"base.json", "head.json", "comparison.json", "comparison.md", "runs", "empty-baselines", "traces"}
+    ours = {"base.json", "head.json", COMPARISON_FILE, "comparison.md", "runs", "empty-baselines", "traces"}
     if out.is_dir() and (foreign := sorted(p.name for p in out.iterdir() if p.name not in ours)):
         raise ABError(f"--out {out}: holds files ab did not write ({', '.join(foreign[:3])}); choose another folder")
     shutil.rmtree(out / "runs", ignore_errors=True)

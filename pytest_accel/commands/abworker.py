@@ -12,13 +12,13 @@ so its own children's too) going to the log and exits; the worker answers ``{"re
 on its original stdout. End of stdin ends it.
 
 Why a fork per run and not a second ``pytest.main`` in one process: pytest imports a conftest
-afresh in every session, so a conftest that patches a library at import (a planted 10% slower
-SDPA, say) patched the already patched function again, run after run (measured: a 10% slowdown
-read as +30% over five runs). Each run here starts from the worker's own state, which has
-imported the libraries the runs use (``torch``, ``transformers``, ...: whatever an earlier run
-imported from site-packages) and run nothing of the project: the fresh-process property, without
-paying process start and those imports every run. Where there is no ``fork`` (Windows), each run
-is a fresh ``python -m pytest``.
+afresh on every ``pytest.main`` call, so a conftest that patches a library at import (a planted slower
+SDPA, say) patched the already patched function again, run after run, and the planted slowdown
+grew with every run (docs/sensitivity.md, the ``ab`` sittings). Each run here starts from the
+worker's own state, which has imported the libraries the runs use (``torch``, ``transformers``,
+...: whatever an earlier run imported from site-packages) and run nothing of the project: the
+fresh-process property, without paying process start and those imports every run. Where there is
+no ``fork`` (Windows), each run is a fresh ``python -m pytest``.
 """
 
 from __future__ import annotations

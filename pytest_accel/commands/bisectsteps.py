@@ -229,11 +229,10 @@ class Bisect:
         scale) of no change and the lower bound of the change searched for, never below the tolerance,
         whatever its fast end; bad as ``ab`` calls regressed.
 
-        One-sided: a step asks whether a commit is already slower, not whether it moved by 5% either
-        way; an unchanged commit's math decode kernel of the 8 forward SDPA tests read 0.984 [0.952 ..
-        1.017] after 40 pairs, "inconclusive" two-sided (docs/studies/bisect). The change's lower
-        bound, not its estimate: the range sitting's figure was picked for looking slow, and a commit
-        that carries all of a smaller true change must not read good.
+        One-sided: a step asks whether a commit is already slower, not whether it moved by the tolerance
+        either way: an unchanged commit's math decode kernel stayed "inconclusive" two-sided after 40 pairs
+        (docs/studies/bisect). The change's lower bound, not its estimate: the range sitting's figure was
+        picked for looking slow, and a commit that carries all of a smaller true change must not read good.
         """
         change = self.change.get(test)
         low = change.low if change is not None and change.low is not None else 1.0

@@ -30,8 +30,8 @@ from pytest_accel.core.validation import number_text
 from pytest_accel.engine.processes import run_child, watch_lifeline
 from pytest_accel.engine.provenance import git_commit
 from pytest_accel.judgement.baselines import BaselineStore
-from pytest_accel.judgement.changepoints import DEFAULT_DETECTOR, DETECTORS
 from pytest_accel.judgement.drift import night_drift
+from pytest_accel.judgement.history import change_points
 from pytest_accel.judgement.paired import SequentialPlan
 from pytest_accel.judgement.policy import TOLERANCE
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
@@ -163,10 +163,9 @@ def cmd_compare(options: argparse.Namespace) -> int:
 
 
 def _history_table(
-    nights: Sequence[Night], tolerance: float, detector: str, plots: bool
+    nights: Sequence[Night], tolerance: float, plots: bool
 ) -> tuple[list[list[str]], list[tuple[str, str, Sequence[str]]]]:
     """One device's rows (a row per measurement) and, with ``plots``, a plot section per figure that got slower."""
-    detect = DETECTORS[detector]
     rows: list[list[str]] = []
     sections: list[tuple[str, str, Sequence[str]]] = []
     for key in sorted({key for night in nights for key in night.figures}):
@@ -174,7 +173,7 @@ def _history_table(
         # The compared figure: time relative to the reference kernel where recorded, else seconds per call.
         values = [night.figures[key].compared for night in points]
         labels = [night.label for night in points]
-        changes = detect(values, tolerance)
+        changes = change_points(values, tolerance)
         text = "; ".join(
             f"{labels[c.index]}{f' ({points[c.index].commit[:12]})' if points[c.index].commit else ''}: "
             f"{(c.ratio - 1) * 100:+.1f}% time (p={c.p_value:.1g})"
@@ -216,7 +215,7 @@ def cmd_history(options: argparse.Namespace) -> int:
     devices = by_device(nights)
     sections: list[tuple[str, str, Sequence[str]]] = []
     for device, mine in devices.items():
-        rows, plots = _history_table(mine, options.tolerance, options.detector, options.html is not None)
+        rows, plots = _history_table(mine, options.tolerance, options.html is not None)
         if len(devices) > 1:  # one device reads as before: a single table
             print(f"### {device or 'unknown device'}\n")
         print(markdown_table(header, rows))
@@ -385,12 +384,6 @@ def _add_history_commands(commands: argparse._SubParsersAction[argparse.Argument
     history.add_argument("folder", type=Path, nargs="?", help="the history folder (optional with --db)")
     history.add_argument("--db", type=Path, metavar="FILE", help="an SQLite index of the folder, made if absent")
     history.add_argument("--tolerance", type=_tolerance, default=TOLERANCE)
-    history.add_argument(
-        "--detector",
-        choices=sorted(DETECTORS),
-        default=DEFAULT_DETECTOR,
-        help=f"how change points are found (default {DEFAULT_DETECTOR}: docs/history.md says why)",
-    )
     history.add_argument("--html", type=Path)
     history.set_defaults(run=cmd_history)
     filing = commands.add_parser(

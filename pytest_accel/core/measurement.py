@@ -50,7 +50,7 @@ FAULT_SHARE = "fault_share"
 EAGER, GRAPH = "eager", "graph"
 TIMINGS = (EAGER, GRAPH)
 WARM, COLD = "warm", "cold"
-# A round whose compute clock ended below 75% of the clock as the rounds started ran throttled
+# A round whose compute clock ended below this fraction of the clock as the rounds started ran throttled
 # (nvbench's --throttle-threshold default): it is discarded and retaken (engine/modes.py).
 THROTTLE_FRACTION = 0.75
 # More throttled rounds than a quarter of the rounds kept: the clock moved under the figure often
@@ -119,11 +119,6 @@ class Measurement:
     def disabled(self) -> bool:
         """True when timing was disabled (``--benchmark-disable``): the workload ran once, untimed."""
         return not self.samples
-
-    @property
-    def normalized_samples(self) -> tuple[float, ...]:
-        """Each round's time over its probe figure (adjacent round, or pipelined: the block's median)."""
-        return probe_normalized(self.samples, self.probe_samples)
 
     @property
     def compared_samples(self) -> tuple[float, ...]:

@@ -217,13 +217,13 @@ NOTHING_MOVED = (
 def explain(then: OperatorProfile | None, now: OperatorProfile, measured: float | None = None) -> list[str]:
     """Lines that say which operators changed from ``then`` (a baseline's table) to ``now``.
 
-    ``measured`` (the judged figure's ratio): a profile whose total moved 1% the other way names no operator.
-    ``now`` is complete when the fixture took it; when it was read from a file it is cut like
+    ``measured`` (the judged figure's ratio): a profile whose total moved ``_AGAINST`` the other way names no
+    operator. ``now`` is complete when the fixture took it; when it was read from a file it is cut like
     ``then``, and an operator missing from it is "gone or under" its floor rather than "gone".
 
-    The largest changes of time per call first: operators gone, new, grown or shrunk (with their
-    call counts when those changed), each only when it moves at least 1% of the total, and an
-    operator in both tables only when it moved 10% of its own time (less is run-to-run noise).
+    The largest changes of time per call first: operators gone, new, grown or shrunk (with their call
+    counts when those changed), each only when it moves ``_LISTED_SHARE`` of the total, and an operator
+    in both tables only when it moved ``_OWN_CHANGE`` of its own time (less is run-to-run noise).
     """
     if then is None:
         return [absent_line("the baseline entry has no operator table: record it again with --accel-update")]
@@ -297,7 +297,7 @@ def explain(then: OperatorProfile | None, now: OperatorProfile, measured: float 
 
 
 # A profile's total that moved this much the other way to the judged figure names no operator: its rows
-# are noise (beside a perf job, 10 calls a side read -17% for a +12% slowdown: docs/studies/bisect).
+# are noise (beside a perf job a short profile moved against a planted slowdown: docs/studies/bisect).
 _AGAINST = 0.01
 
 

@@ -70,8 +70,8 @@ def reference_kernel(device: Device) -> Callable[[], object]:
 # kernel zeroing each page; 2.6 ms on the 2-core VM), then unmapping it. A workload that allocates
 # large temporaries pays this every call (torch's math SDPA at the SD3 256 px smoke shape: about
 # 17,000 faults, most of its time); what a fault costs moves with the hypervisor and the host's
-# other tenants, by 30% between processes on a quiet 2-core VM, and the copy and the gather do not
-# see it (docs/sensitivity.md).
+# other tenants, between processes even on a quiet 2-core VM, and the copy and the gather do not
+# see it (docs/sensitivity.md, "A state no probe saw: page faults").
 # Accelerators' caching allocators keep workloads from mapping memory per call: no such probe there.
 _FRESH_BYTES = 4 * 2**20
 # What ``measure`` needs to price a workload's own page faults: the probe's name, the faults per call.

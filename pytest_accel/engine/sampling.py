@@ -70,7 +70,8 @@ class MeasurementError(Exception):
 _MAX_CALIBRATION_CALLS = 1 << 16
 # State probes run after every 4th workload round (5 samples of each at the 20-round minimum); the
 # round after them is run, not kept: the large copy leaves the workload's caches cold (math SDPA
-# decode on a 2-core VM: that round 1.32x the others; docs/studies/state-recovery). +11% time.
+# decode on a 2-core VM read that round slower than the others; docs/studies/state-recovery, which
+# also gives the time the probes add).
 STATE_EVERY = 4
 _STATE_WARMUP_CALLS = 5  # untimed-for-the-figure calls that size a state probe's rounds
 
@@ -81,7 +82,7 @@ class MeasureConfig:
     """Time budgets and counts of one measurement; defaults suit a kernel test in the smoke profile."""
 
     # Warm-up ends when the last WARMUP_WINDOW call timings lie within SETTLE_TOLERANCE of their
-    # median: three calls in a row within 10% means compile / autotune / allocator growth is over
+    # median: three calls in a row that close means compile / autotune / allocator growth is over
     # (a compiling first call is typically 10-1000x a steady one).
     warmup_window: int = 3
     settle_tolerance: float = 0.10
@@ -94,8 +95,9 @@ class MeasureConfig:
     round_seconds: float = 0.02
     # Total timed budget; with min_rounds it sets the precision of the median.
     measure_seconds: float = 1.0
-    # 20 rounds at least: at the ~5% per-round noise of a quiet 2-core VM, the 95% interval of a
-    # median ratio of 20 against 20 samples is about +-4%, narrower than the 5% default tolerance.
+    # 20 rounds at least: at the per-round noise of a quiet 2-core VM, the interval of a median ratio
+    # of 20 against 20 samples at the default confidence is narrower than the default tolerance
+    # (docs/measurements.md).
     min_rounds: int = 20
     max_rounds: int = 500
     # A probe round lasts half a workload round: it only needs to see the same machine state.

@@ -16,11 +16,11 @@ they do not.
   left undecided or skipped; otherwise the search narrowed the culprit to those commits.
 - **The rest of the change**: a culprit that is not the bad commit itself is measured against the
   bad commit. Slower still: the change came in more than one step, and a second search, anchored
-  at the first culprit, finds the next (a change in two steps of +8% names both). Not slower: the
-  culprit explains the whole change.
+  at the first culprit, finds the next (a change planted in two steps names both, docs/studies/bisect).
+  Not slower: the culprit explains the whole change.
 - **A withdrawn culprit**: one that read not slower against the commit before it and again, measured
-  longer, against its anchor, was a step's misreading (a bimodal kernel read a harmless commit +7.5%
-  slower once, docs/studies/bisect). It is withdrawn and its search resumes after it, unless a later
+  longer, against its anchor, was a step's misreading (a bimodal kernel once read a harmless commit
+  as slower, docs/studies/bisect). It is withdrawn and its search resumes after it, unless a later
   finding of the test already starts there (the rest was slower: the next step was found from it).
 """
 

@@ -1,11 +1,12 @@
-"""Confirming a suspected regression in a fresh process.
+"""Confirming a suspected regression in a fresh process: what the child is given and how its word is read
+(``sittings/fresh.py`` starts it).
 
 Re-measuring in the same process cannot clear a process-level bias: memory layout, thread
-placement and allocator state shift a process's figures as a whole (seen here: the same kernel's
-probe-normalised median differed by up to 10% between fresh processes). So a regression that
-survived the in-process confirmations is measured once more by a child ``pytest`` running only
-that test (after the test the parent measured before it: measured first in its process, the math
-decode kernel sat 25-45% slower in 7 of 11 processes, docs/studies/first-in-process), with the same
+placement and allocator state shift a process's figures as a whole (the same kernel's
+probe-normalised median differs between fresh processes, docs/studies/process-levels). So a regression
+that survived the in-process confirmations is measured once more by a child ``pytest`` running only
+that test (after the test the parent measured before it: a kernel measured first in its process
+often sits at a slower level, docs/studies/first-in-process), with the same
 device, profile, thresholds and baselines, and the parent's options that decide what code runs
 (``-p`` plugins, config file, ini overrides); the test fails only if the child agrees
 (``gate.with_fresh_confirmation`` weighs its word). The child takes one reading (no
@@ -17,30 +18,25 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
-import tempfile
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import final
 
 from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE
 from pytest_accel.core.outcomes import Outcome, Verdict
-from pytest_accel.engine.processes import run_child
-from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
+from pytest_accel.judgement.results import ResultFile
 
 __all__ = [
     "FRESH_PROCESS_ENV",
     "ChildSettings",
     "FreshVerdict",
-    "confirm_in_fresh_process",
+    "fresh_verdict",
     "in_fresh_process",
     "inherited_options",
 ]
 
 FRESH_PROCESS_ENV = "PYTEST_ACCEL_CONFIRMING"
-# A child that has not answered in this long is abandoned; the in-process verdict then stands.
-CHILD_TIMEOUT_SECONDS = 900
 
 
 @final
@@ -167,48 +163,6 @@ def in_fresh_process() -> bool:
     return os.environ.get(FRESH_PROCESS_ENV) == "1"
 
 
-def confirm_in_fresh_process(
-    nodeid: str,
-    metric: str,
-    rootdir: Path,
-    settings: ChildSettings,
-    env: Mapping[str, str] | None = None,
-    before: str | None = None,
-    environment: str | None = None,
-) -> FreshVerdict:
-    """Run ``pytest <nodeid>`` with ``settings`` in a child and return its verdict for ``metric``; with
-    ``before`` (the test the parent measured before it), that test first, its verdict not read: a test
-    measured first in its process can sit at another level than where the recordings measured it.
-
-    ``environment``: the parent's environment digest. A child that ran in another one (a plugin object given
-    to ``pytest.main``, which no child inherits) measured other code: its reading confirms and refutes nothing.
-    """
-    with tempfile.TemporaryDirectory(prefix="pytest-accel-confirm-") as scratch:
-        results = Path(scratch) / "results.json"
-        tests = [nodeid] if before is None or before == nodeid else [before, nodeid]
-        command = [
-            sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-            "--accel-json", str(results), *settings.arguments(),
-        ]  # fmt: skip
-        child_env = {**(env if env is not None else os.environ), FRESH_PROCESS_ENV: "1"}
-        log = Path(scratch) / "output.log"
-        try:
-            with log.open("w", encoding="utf-8") as sink:
-                ran = run_child(command, rootdir, child_env, sink, timeout=CHILD_TIMEOUT_SECONDS)
-        except OSError as error:
-            return FreshVerdict(None, f"the confirmation process did not start: {error}")
-        if ran.timed_out:
-            return FreshVerdict(None, f"the confirmation process did not finish in {CHILD_TIMEOUT_SECONDS} s")
-        if not results.exists():
-            tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-            return FreshVerdict(None, f"the confirmation process wrote no results (exit {ran.returncode}): {tail}")
-        try:
-            read = load_results(results)
-        except ResultsError as error:
-            return FreshVerdict(None, f"the confirmation process wrote an unreadable result: {error}")
-        return _verdict_for(read, nodeid, metric, environment)
-
-
 # A child that ran other code outside the repository than its parent: what a child cannot inherit.
 _OTHER_ENVIRONMENT = (
     "the confirmation process ran in another environment (digest {theirs}, this run's {ours}: a plugin object "
@@ -216,7 +170,9 @@ _OTHER_ENVIRONMENT = (
 )
 
 
-def _verdict_for(results: ResultFile, nodeid: str, metric: str, environment: str | None = None) -> FreshVerdict:
+def fresh_verdict(results: ResultFile, nodeid: str, metric: str, environment: str | None = None) -> FreshVerdict:
+    """The child's word on ``metric`` of ``nodeid`` from its result file; none where it ran in another
+    environment than its parent (digest ``environment``): it measured other code."""
     theirs = results.provenance.get(ENVIRONMENT_PROVENANCE)
     if environment is not None and theirs != environment:
         return FreshVerdict(None, _OTHER_ENVIRONMENT.format(theirs=theirs, ours=environment))

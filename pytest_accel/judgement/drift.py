@@ -1,19 +1,19 @@
 """A figure's drift from night to night, read from the nightly history: how far unchanged code moves.
 
 Three recordings made minutes apart show how far one process differs from the next, not how far the
-host moves over hours and nights: on the 2-core VMs a launch-bound kernel read +8.1% an hour after
-three recordings that agreed within 2% (docs/studies/sight). The nightly's history holds the answer:
-each night is one process measuring the figure at another time. The spread of a test's newest nights
-since its last change point (a change of code or host moves the level, which is not drift) widens its
-verdict's between-run part like the recordings' own spread does, and the verdict names it when it
-sets the sight. Pure: no torch, no pytest.
+host moves over hours and nights: on the 2-core VMs a launch-bound kernel read slower an hour after
+three recordings that agreed closely (docs/studies/sight, docs/studies/drift). The nightly's history
+holds the answer: each night is one process measuring the figure at another time. The spread of a
+test's newest nights since its last change point (a change of code or host moves the level, which is
+not drift) widens its verdict's between-run part like the recordings' own spread does, and the verdict
+names it when it sets the sight. Pure: no torch, no pytest.
 
 The newest two nights are left out: a change point needs three nights after it, so until then they
-may be a regression's first nights, not drift (two nights at +20% among 14 at SD 1% would widen the
-bound enough to pass the third night's +20%). Once followed by two more nights at the old level, a
-night that jumped counts in full: a kernel that jumps now and then (math SDPA at SD3 256 px read +11%
-and +16%, unchanged, 36 minutes after three recordings that agreed within 3%) has exactly the drift a
-verdict must allow for, which a robust spread would discount as an outlier.
+may be a regression's first nights, not drift (a regression's first two nights among steady ones
+would widen the bound enough to pass its third). Once followed by two more nights at the old level, a
+night that jumped counts in full: a kernel that jumps now and then (math SDPA at SD3 256 px read well
+slower, unchanged, half an hour after three recordings that agreed closely; docs/studies/drift) has
+exactly the drift a verdict must allow for, which a robust spread would discount as an outlier.
 """
 
 from __future__ import annotations

@@ -27,15 +27,9 @@ from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.comparable import COMPARABLE, judged_raw_too, not_comparable
 from pytest_accel.judgement.conclusion import GateResult, failure_lines
-from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict, confirm_in_fresh_process
+from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
 from pytest_accel.judgement.drift import NightDrift
-from pytest_accel.judgement.recorded import (
-    RecordedWord,
-    measure_beside_recorded,
-    recorded_commit,
-    with_recorded_word,
-    worth_a_sitting,
-)
+from pytest_accel.judgement.recorded import RecordedWord, with_recorded_word, worth_a_sitting
 from pytest_accel.judgement.state import StateShift, state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
@@ -50,10 +44,12 @@ from pytest_accel.judgement.weighing import AGAIN, Reading, apart, weigh
 
 __all__ = [
     "EXTEND_MEASUREMENTS",
+    "NO_LAUNCHERS",
     "REFUTED_LIMIT",
     "Gate",
     "GateMode",
     "GateResult",
+    "Launchers",
     "Waited",
     "failure_lines",
     "reread",
@@ -63,9 +59,10 @@ __all__ = [
 ]
 
 # Extra measurements of a suspect the first one could not decide, pooled with it (run_gate). Beside a
-# second perf suite on the 2-core VM one measurement's interval was +-17-20% where a quiet one's was
-# +-5%, so a planted +20-33% read "could see 20%"; five measurements' rounds narrow it about sqrt(5)
-# fold (docs/sensitivity.md). Only suspects pay: unchanged code that reads within the tolerance does not.
+# second perf suite on the 2-core VM one measurement's interval was several times a quiet one's, too
+# wide to call a planted slowdown; five measurements' rounds narrow it about sqrt(5) fold
+# (docs/sensitivity.md, docs/measurements.md). Only suspects pay: unchanged code that reads within the
+# tolerance does not.
 EXTEND_MEASUREMENTS = 4
 # After this many suspects of one run were refuted by a fresh process (it measured and disagreed), the
 # run's process-level bias is shown: later suspects are reported noisy at once, not re-measured in yet
@@ -101,9 +98,10 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict, tolerance: floa
 
     A process-level bias makes a fresh process read no change, so one that does refutes; one whose
     interval reaches both no change and this process's figure could not tell (noisy, not a pass): a
-    planted +10% read +16.0% here and +9.3% [-4.9% .. +25.5%] in the fresh process, once "unchanged".
-    One that says the same, but at a level too far from this process's for one level (``apart``),
-    confirms nothing either: unchanged code read +13.4% here and +58.0% there.
+    planted slowdown whose fresh process's interval reached both once passed as "unchanged"
+    (docs/studies/quiet-wait). One that says the same, but at a level too far from this process's for
+    one level (``apart``), confirms nothing either: unchanged code once read slower in both, at levels
+    far apart (docs/studies/first-in-process).
     """
     if fresh.outcome is None:
         return replace(first, reason=f"{first.reason}; no fresh-process confirmation: {fresh.detail}")
@@ -232,8 +230,8 @@ def run_gate(
         batch = [remeasure() for _ in range(group)]
         confirmation = judge(batch)
         # A confirmation that cannot decide is extended as the first measurement was: beside a
-        # neighbour one measurement's interval (+-10-20%) left a planted +26% "noisy" after a first
-        # +26.5% and a confirmation of +11.6% on the 2-core VM.
+        # neighbour one measurement's interval is wide enough to leave a planted slowdown "noisy" after
+        # a first reading that called it (docs/sensitivity.md, docs/studies/neighbour-bound).
         while _undecided_suspect(confirmation, policy.tolerance) and len(batch) <= EXTEND_MEASUREMENTS:
             batch.append(remeasure())
             confirmation = judge(batch)
@@ -249,8 +247,8 @@ def run_gate(
 def reread(first: Verdict, again: Verdict, tolerance: float) -> Verdict:
     """A re-measurement as it bears on the suspect ``first``: one that read "unchanged" is weighed with
     it (``weighing.weigh``): it agrees (``first``'s outcome), could not tell (noisy), or refutes (as read).
-    A planted +10% read +17.8%, then +13.5% [-1.2% .. +30.5%], and passed as unchanged (docs/studies/
-    quiet-wait, run 8)."""
+    A planted slowdown whose confirmation's interval reached no change once passed as unchanged
+    (docs/studies/quiet-wait, run 8)."""
     if first.outcome not in (Outcome.REGRESSED, Outcome.IMPROVED) or again.outcome is not Outcome.UNCHANGED:
         return again
     reading, together = weigh(first, again, tolerance)
@@ -346,6 +344,41 @@ class _Settle:
         return not self.unsettled
 
 
+# (test, metric, rootdir, settings, test measured before it, this run's environment digest) -> its word
+FreshLauncher = Callable[[str, str, Path, ChildSettings, str | None, str | None], FreshVerdict]
+# (entry, this run's provenance, rootdir, what changed since an environment digest) -> (commit, why not)
+CommitFinder = Callable[[BaselineEntry, Mapping[str, str], Path, Callable[[str], str]], tuple[str, str]]
+# (test, metric, commit, rootdir, settings, tolerance, minutes) -> the sitting's word
+SittingLauncher = Callable[[str, str, str, Path, ChildSettings, float, float], RecordedWord]
+
+
+@final
+@dataclass(frozen=True)
+class Launchers:
+    """What a gate may start to settle a suspect: a fresh pytest, and a sitting beside the recorded build (with
+    the check that its commit can be measured again). They start processes, which nothing under ``judgement/``
+    does: the plugin hands in ``sittings/``'s."""
+
+    fresh: FreshLauncher
+    recorded_commit: CommitFinder
+    beside_recorded: SittingLauncher
+
+
+def _none_fresh(*_: object) -> FreshVerdict:
+    return FreshVerdict(None, "this gate was given no way to start a fresh process")
+
+
+def _none_commit(*_: object) -> tuple[str, str]:
+    return "", "this gate was given no way to sit beside the recorded build"
+
+
+def _none_sitting(*_: object) -> RecordedWord:
+    return RecordedWord("", "this gate was given no way to sit beside the recorded build")
+
+
+NO_LAUNCHERS = Launchers(_none_fresh, _none_commit, _none_sitting)
+
+
 @final
 class Gate:
     """Judges one run's measurements against the stored entries of its device, profile and world size."""
@@ -363,12 +396,14 @@ class Gate:
         drifts: Mapping[tuple[str, str], NightDrift] | None = None,
         setup_causes: Mapping[str, tuple[str, str]] | None = None,
         environment_changes: Callable[[str], str] = lambda digest: "",
+        launchers: Launchers = NO_LAUNCHERS,
     ) -> None:
         self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
         # provenance field -> (why this run's setup is what it is, how to restore the baseline's): see run_gate
         self._setup_causes = setup_causes or {}
         # the recordings' environment digest -> what changed since, in a few words ("" where not kept)
         self._environment_changes = environment_changes
+        self._launchers = launchers
         self._provenance = provenance
         self._mode = mode
         self._rootdir = rootdir
@@ -484,8 +519,7 @@ class Gate:
         verdict = with_fresh_confirmation(suspect, fresh, tolerance)
         # Refuted: the fresh process measured and disagreed. One that abstained (its machine state not
         # covered), could not tell or could not run said nothing of this process's bias: counting those
-        # made three confirmed +22-32% slowdowns "noisy" beside a neighbour that had left
-        # (docs/studies/quiet-wait).
+        # made three confirmed slowdowns "noisy" beside a neighbour that had left (docs/studies/quiet-wait).
         if verdict.outcome is Outcome.UNCHANGED or fresh.outcome is Outcome.IMPROVED:
             self.refuted += 1
         return verdict, fresh
@@ -495,7 +529,8 @@ class Gate:
     ) -> GateResult:
         """A suspect after its recorded build was measured beside this tree (judgement.recorded), within what is
         left of the run's minutes for such sittings."""
-        commit, why_not = recorded_commit(entry, self._provenance, self._rootdir, self._environment_changes)
+        find = self._launchers.recorded_commit
+        commit, why_not = find(entry, self._provenance, self._rootdir, self._environment_changes)
         left = self._mode.recorded_minutes - sum(word.seconds for word in self.sittings) / 60
         if not commit:
             word = RecordedWord("", why_not)
@@ -504,7 +539,7 @@ class Gate:
                 commit, f"the run's {self._mode.recorded_minutes:g} minutes for such sittings were spent"
             )
         else:
-            word = measure_beside_recorded(test, metric, commit, self._rootdir, settings, tolerance, left)
+            word = self._launchers.beside_recorded(test, metric, commit, self._rootdir, settings, tolerance, left)
             self.sittings.append(word)
         time = with_recorded_word(gate.time, word, tolerance)
         judged = gate.time.outcome is Outcome.NOISY and time.outcome is not Outcome.NOISY
@@ -518,14 +553,13 @@ class Gate:
         """The fresh process's word on ``test``, measured after the test this run judged before it (where
         the recordings measured it too; docs/studies/first-in-process). It waits for quiet as this run
         does, within what is left of this run's budget, and its wait counts against that budget: a fresh
-        process that met the gather probe in one of its bursts abstained twice at +9-10% (quiet-wait, run 6)."""
+        process that met the gather probe in one of its bursts abstained twice on a real slowdown
+        (docs/studies/quiet-wait, run 6)."""
         assert self._mode.fresh_process is not None
         left = self._wait_left() if self._quiet is not None else 0.0
         settings = self._mode.fresh_process.with_ini("accel_quiet_wait_seconds", f"{left:.0f}")
-        fresh = confirm_in_fresh_process(
-            test, metric, self._rootdir, settings, before=self._tests[0],
-            environment=self._provenance.get(ENVIRONMENT_PROVENANCE),
-        )  # fmt: skip
+        environment = self._provenance.get(ENVIRONMENT_PROVENANCE)
+        fresh = self._launchers.fresh(test, metric, self._rootdir, settings, self._tests[0], environment)
         if fresh.waited:
             self.waits.append(Waited(test, fresh.waited, fresh.outcome))
         return fresh

@@ -25,7 +25,7 @@ from pytest_accel.judgement.policy import TOLERANCE
 
 __all__ = ["ALPHA", "MIN_SEGMENT", "ChangePoint", "change_points", "split_p_values", "split_z_scores"]
 
-# 1% false-positive rate per accepted split: a nightly job with 50 figures sees one spurious
+# The false-positive rate per accepted split: a nightly job with 50 figures sees one spurious
 # candidate every other night before the tolerance filter removes most of them.
 ALPHA = 0.01
 # Three nights on each side at least. Even perfectly separated, the smallest p-values are 0.081 for

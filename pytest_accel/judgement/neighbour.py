@@ -1,10 +1,10 @@
 """The time verdict beside a neighbour: what another process on the host leaves a figure to say.
 
-Pure logic, no torch, no pytest. A figure is relative to the reference kernel, which a neighbour
-slows too, so a neighbour moves a figure either way: beside a looping MMDiT perf job, uncalibrated,
-unchanged code read -12.8% .. +4.2% and an exact +10% slowdown +0.9% .. +4.5% for three math
-kernels (docs/studies/huge-pages). ``weigh_neighbour`` says what the verdict may say then, by what
-calibration (``--accel-calibrate``) measured of this test beside the standard neighbour:
+Pure logic, no torch, no pytest. A figure is relative to the reference kernel, which a neighbour slows
+too, so a neighbour moves a figure either way: beside a looping MMDiT perf job, uncalibrated,
+unchanged code read faster or slower and an exact planted slowdown read as less than the tolerance for
+three math kernels (docs/studies/huge-pages). ``weigh_neighbour`` says what the verdict may say then,
+by what calibration (``--accel-calibrate``) measured of this test beside the standard neighbour:
 
 - no calibration run covers a neighbour this busy: not judged, whichever way the figure reads (it
   waits for quiet: ``Abstention.waits``);
@@ -44,7 +44,7 @@ QUIETER = "a quieter machine"
 
 def _uncalibrated(now: Mapping[str, float], ratio: float, shared: str) -> Verdict:
     """Not judged: a neighbour that no calibration run of this test covers, whichever way the figure reads
-    (before this rule, the three math kernels above were called "unchanged" with a +10% slowdown)."""
+    (before this rule, the three math kernels above were called "unchanged" with a planted slowdown)."""
     reason = (
         f"time {_percent(ratio)}, but {shared}, and no calibration run of this test saw a neighbour this busy "
         "(record one with --accel-calibrate): a neighbour slows the reference kernel too, so it can hide a "
@@ -75,8 +75,8 @@ def _beyond_bound(
     # clear the tolerance with the interval and the bound taken off (the larger of the two biases:
     # both see the same neighbour, the state probes through memory, calibration whole). A smaller one
     # is taken off the reading, which must still clear the tolerance, and widens the interval's slow
-    # side, which must still clear no change (judge_time): requiring the strict check there too caught
-    # 0, 0 and 3 of 8 exact +10% plants beside a neighbour whose bound was 0-4% (docs/studies/sight).
+    # side, which must still clear no change (judge_time): requiring the strict check there too missed
+    # most exact plants beside a neighbour whose bound was small (docs/studies/sight).
     widened = max(moved, shift.slower)
     if widened > policy.state_limit and ratio * math.exp(-half_width - widened) <= 1 + policy.tolerance:
         low, high = ratio * math.exp(-half_width), ratio * math.exp(half_width)
@@ -139,11 +139,11 @@ def weigh_neighbour(
         beside = Beside(replace(shift, faster=reach[0], why_faster=reach[1]))
     if reach is None:
         return beside
-    # And a slowdown that size could read as none: beside a calibrated neighbour, 9 exact +10%
-    # slowdowns read +0.7% .. +7.0% and were called "unchanged", two of them claiming a sight of 5%
-    # (docs/studies/sight, calibrated-neighbour-intel*), before it widened what the verdict could see;
-    # and 2 of 3 exact +10% of a kernel the neighbour had moved only slower in calibration read +3.3%
-    # and +1.8%, claiming 10% and 7% (docs/studies/recorded-build), before a move either way counted.
+    # And a slowdown that size could read as none: beside a calibrated neighbour, exact planted
+    # slowdowns were called "unchanged" while claiming a sight finer than the plant (docs/studies/sight,
+    # calibrated-neighbour-intel*), before it widened what the verdict could see; and so were planted
+    # slowdowns of a kernel the neighbour had moved only slower in calibration (docs/studies/
+    # recorded-build), before a move either way counted.
     hidden = f"widened by {math.expm1(reach[0]) * 100:.1f}%, what a neighbour could hide: {reach[1]}"
     if beside.explained > 0 and reach[0] == bound[0]:  # the bound's clause already said how far, and where from
         hidden = f"and by {math.expm1(reach[0]) * 100:.1f}% more: a neighbour's phase can move it as far the other way"
@@ -159,11 +159,11 @@ def covered_states(
     """The states a baseline covers (``recorded``: its recordings'; ``calibration``: its calibration
     runs'): the recordings', and beside a calibrated neighbour the calibration runs' too.
 
-    A calibration run measured this test beside the standard neighbour, with the state probes: the
-    state that neighbour puts the machine in is already in its figure, and so in the neighbour bound.
-    Without this, a confirmation that met the neighbour's page faults (fresh pages 1.44x as long) made
-    a calibrated +26% slowdown "noisy" on the 2-core VM. Only when the host is shared now, and no busier
-    than the calibration saw: otherwise the recordings alone.
+    A calibration run measured this test beside the standard neighbour, with the state probes: the state
+    that neighbour puts the machine in is already in its figure, and so in the neighbour bound. Without
+    this, a confirmation that met the neighbour's page faults made a slowdown beyond the calibrated
+    bound "noisy" on the 2-core VM (docs/sensitivity.md). Only when the host is shared now, and no
+    busier than the calibration saw: otherwise the recordings alone.
     """
     shared = host_shared(now, recorded, policy.foreign_cpu_margin)
     if not shared or not calibration:

@@ -10,17 +10,17 @@ Pure logic: no torch, no pytest, no processes (``pytest_accel.commands.ab`` runs
 - **Interval.** A Student-t interval on the mean log ratio over the pairs so far (the pairs are
   independent; their log ratios are close to normal on the figures recorded in
   docs/sensitivity.md).
-- **Looks and the error budget.** Looking after every pair and stopping at the first clear
-  answer would spend the error rate again at every look. The rule looks only at a fixed, roughly
+- **Looks and the error budget.** Looking after every pair and stopping at the first clear answer
+  would spend the error rate again at every look. The rule looks only at a fixed, roughly
   geometric schedule of pair counts (3, 4, 5, 7, 9, 12, 15, ... up to ``max_pairs``), every look
   at one level, chosen so that the chance that any look's interval misses the true ratio is
   ``alpha`` (Pocock's constant boundary; ``calibrated_level`` finds the level by simulating normal
   pairs, since later looks share the earlier looks' pairs). Bonferroni (``alpha`` split equally
-  over the looks) ignores that sharing: at 12 looks it looked at 5% / 12 = 0.0042 where 0.0075
-  gives the same 5%. The default ``alpha`` is 0.02, so that an unchanged test is called
-  regressed in about 1% of sittings (at most 0.83% simulated, docs/studies/ab-looks). A run
-  stopped early by its time budget takes one last look at the pairs it has, in place of the
-  looks it never reached.
+  over the looks) ignores that sharing and looks at a stricter level than the budget allows
+  (docs/studies/ab-looks, docs/measurements.md). The default ``alpha`` is 0.02, so that an
+  unchanged test is called regressed in about ``alpha / 2`` of sittings (fewer in simulation,
+  docs/studies/ab-looks). A run stopped early by its time budget takes one last look at the pairs
+  it has, in place of the looks it never reached.
 - **Claims.** The stored-baseline gate's rule, on the paired interval:
     regressed    slower, significantly (the whole interval lies above 1), by an estimated more
                  than the tolerance
@@ -28,10 +28,11 @@ Pure logic: no torch, no pytest, no processes (``pytest_accel.commands.ab`` runs
     unchanged    the whole interval lies inside [1 / (1 + tolerance), 1 + tolerance]
     inconclusive none of those by the last look: the interval is reported as it stands
   An unchanged build (A/A) is called regressed only when its interval misses the truth, about
-  ``alpha / 2`` of the time (1%). A build truly slower by about the tolerance is called regressed
+  ``alpha / 2`` of the time. A build truly slower by about the tolerance is called regressed
   about half the time it is significant: it did get slower. The first version asked the whole interval
-  to lie above 1 + tolerance; a 10% slowdown then needed an interval narrower than ±5% and 9 to 16
-  pairs of the PR workflow's 8 kernels on a 2-core VM (more than 13 minutes; docs/sensitivity.md).
+  to lie above 1 + tolerance; a slowdown of twice the tolerance then needed an interval narrower than
+  the tolerance either side, and many pairs of the PR workflow's 8 kernels on a 2-core VM
+  (docs/sensitivity.md).
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ from pytest_accel.judgement.policy import TOLERANCE
 
 __all__ = ["PairedVerdict", "SequentialPlan", "calibrated_level", "judge_pairs", "look_schedule"]
 
-LOOK_GROWTH = 1.25  # each look at ~25% more pairs than the last
-CALIBRATION_SITTINGS = 20_000  # simulated sittings per (schedule, alpha): the level to about 5%
+LOOK_GROWTH = 1.25  # each look at this many times the last look's pairs
+CALIBRATION_SITTINGS = 20_000  # simulated sittings per (schedule, alpha): the level to about one part in twenty
 CALIBRATION_MAX_PAIRS = 200  # beyond this the simulation would take seconds: Bonferroni instead
 
 
@@ -61,7 +62,8 @@ def _t(level: float, df: int) -> float:
 
 
 def look_schedule(min_pairs: int, max_pairs: int) -> tuple[int, ...]:
-    """The pair counts at which the rule looks: min_pairs, then ~25% more each time, then max_pairs."""
+    """The pair counts at which the rule looks: min_pairs, then ``LOOK_GROWTH`` times as many each time, then
+    max_pairs."""
     if min_pairs < 2:
         raise ValueError(f"min_pairs must be at least 2 (an interval needs two pairs), got {min_pairs}")
     if max_pairs < min_pairs:

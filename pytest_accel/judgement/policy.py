@@ -8,8 +8,9 @@ from typing import final
 
 __all__ = ["TOLERANCE", "VerdictPolicy"]
 
-# Smallest slowdown that fails: above the 2% (CV) run-to-run drift of normalised samples with margin, below
-# the 10% slowdowns the suite must catch. Every verdict and command that judges a change defaults to it.
+# Smallest slowdown that fails: clear of the run-to-run drift of normalised samples, below the planted
+# slowdowns the suite must catch (docs/sensitivity.md). Every verdict and command that judges a change
+# defaults to it. Measured: normalised SDPA drifted 2% (CV) between processes (docs/measurements.md).
 TOLERANCE = 0.05
 
 
@@ -22,18 +23,19 @@ class VerdictPolicy:
     # Peak memory must grow by this fraction and by MEMORY_SLACK_BYTES to fail.
     memory_tolerance: float = 0.10
     memory_slack_bytes: int = 8 * 2**20  # allocator rounding and RSS page noise on the CPU
-    # Of the ratio's interval. 95%: the tolerance and the re-measurements guard against the 5% of
-    # spurious "significant" results; 99% would need ~70% more rounds for the same power.
+    # Of the ratio's interval: the tolerance and the re-measurements guard against the spurious
+    # "significant" results it lets through, and a 0.99 level would need 1.73x the rounds for the same
+    # power ((2.58 / 1.96)²).
     confidence: float = 0.95
     # Noisy when the now-spread (IQR/median) of the compared samples exceeds both the floor and
-    # factor x the baseline's spread: a quiet run's spread is 4-12% on the 2-core VM; with a busy
-    # neighbour it reaches 20-60%.
+    # factor x the baseline's spread: the floor lies between a quiet run's spread and a busy neighbour's.
+    # Measured on the 2-core VM: quiet runs 4-12%, beside a busy neighbour 20-60% (docs/sensitivity.md).
     noisy_spread_floor: float = 0.25
     noisy_spread_factor: float = 3.0
     # Smallest run-to-run spread (SD of log medians) assumed between processes, whatever the
     # recorded runs show: a process's memory layout and thread placement shift its figure as a
-    # whole, which no within-run statistic sees. Measured: 2% CV of the probe-normalised SDPA
-    # figure across fresh processes on a quiet 2-core VM (docs/measurements.md).
+    # whole, which no within-run statistic sees.
+    # Measured: 2% CV of the normalised SDPA figure across fresh processes, quiet 2-core VM (docs/measurements.md).
     between_run_floor: float = 0.02
     # Noisy when the reference kernel runs this many times faster or slower than when the baseline
     # was recorded: quiet runs stayed within 0.76-1.5x, so 2x means a different machine state
@@ -43,13 +45,12 @@ class VerdictPolicy:
     # itself (None) or a fixed figure. Below it, the shift widens the interval (rule 3).
     state_shift_limit: float | None = None
     # Run-to-run noise of a state probe's time relative to the reference kernel, ignored by the state
-    # shift. Measured on a quiet 2-core VM across 8 fresh processes (docs/measurements.md): the random
-    # gather within +-2%, the 32 MiB copy within -6%..+4% at the default 1 s budget and -12%..+6% at
-    # a 50 ms budget (the host's memory bandwidth moves with its other tenants): 10% covers the former.
+    # shift: the copy carries the host's memory bandwidth, which moves with its other tenants.
+    # Measured, quiet 2-core VM: the copy -2%..+5% over 8 fresh processes, +10% in a later run (docs/measurements.md).
     state_noise_floor: float = 0.10
     # Noisy when a figure looks slower while other processes used this much more of the host's CPU
-    # than in any recording. Measured on the 2-core VM: 0-0.5% in quiet recordings, 43-55% with a
-    # second perf suite beside it (docs/sensitivity.md); 15% lies well between.
+    # than in any recording: the default lies well between a quiet host and a second perf suite beside it.
+    # Measured on the 2-core VM: 0-0.5% quiet, 43-55% beside a second suite (docs/sensitivity.md).
     foreign_cpu_margin: float = 0.15
 
     def __post_init__(self) -> None:

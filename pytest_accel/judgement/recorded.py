@@ -1,16 +1,17 @@
 """The recorded build measured beside this one: the last word on a suspect against stored baselines.
 
 A stored figure cannot tell the code's slowdown from the host's: on the 2-core VMs the memory-bound
-kernels' level moved 5-13% against the matmul reference within an hour of their recordings, with
-no state probe reading the move (docs/studies/spaced-recordings), and a fresh process of the same
-build reads the same moved level. The build that was recorded can be measured again, now, beside
-this one: when the baseline names a clean commit of this repository and nothing else of the
-environment changed since (torch, CUDA, the Habana plugin, the device model), a regression the gate
-and the fresh process confirmed, or a figure the gate left unjudged while it read slower (the
-machine's state, a neighbour, two processes apart), is measured as a ``pytest-accel ab`` sitting of
-that commit against this tree, in alternating fresh processes, so both builds meet the same host.
-The test fails only when the sitting says regressed; when it says unchanged, what moved since the
-recordings was the host.
+kernels' level moved against the matmul reference within an hour of their recordings, some by more
+than the tolerance, with no state probe reading the move (docs/studies/spaced-recordings), and a
+fresh process of the same build reads the same moved level. The build that was recorded can be
+measured again, now, beside this one: when the baseline names a clean commit of this repository and
+nothing else of the environment changed since (torch, CUDA, the Habana plugin, the device model), a
+regression the gate and the fresh process confirmed, or a figure the gate left unjudged while it
+read slower (the machine's state, a neighbour, two processes apart), is measured as a
+``pytest-accel ab`` sitting of that commit against this tree, in alternating fresh processes, so both
+builds meet the same host. The test fails only when the sitting says regressed; when it says
+unchanged, what moved since the recordings was the host. This module weighs the sitting's word;
+``sittings/recorded.py`` holds it.
 
 Not possible, and then the verdict stands on the earlier evidence, saying why: a baseline taken
 with local changes, a commit this clone does not hold (a shallow checkout), or an environment that
@@ -21,31 +22,16 @@ sides and call it "not the code"; the stored figure alone judges it, and the fai
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
-import time
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import final
 
-from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE
 from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.core.units import format_change
-from pytest_accel.engine.processes import GitError, git, run_child
-from pytest_accel.judgement.baselines import BaselineEntry
-from pytest_accel.judgement.confirm import ChildSettings
+from pytest_accel.judgement.comparison import Comparison
 from pytest_accel.judgement.paired import PairedVerdict
 from pytest_accel.judgement.verdict import BesideRecorded
-from pytest_accel.storage.files import StoreError, read_document
 
-__all__ = [
-    "RecordedWord", "measure_beside_recorded", "recorded_commit", "with_recorded_word", "worth_a_sitting",
-]  # fmt: skip
-
-# Beyond the sitting's own budget: the worktree's checkout, the workers' imports, the last pair.
-_GRACE_SECONDS = 300
+__all__ = ["RecordedWord", "with_recorded_word", "word_from_comparison", "worth_a_sitting"]
 
 
 @final
@@ -64,98 +50,12 @@ class RecordedWord:
         return BesideRecorded(self.commit, said, self.detail, self.seconds / 60)
 
 
-def recorded_commit(
-    entry: BaselineEntry,
-    provenance: Mapping[str, str],
-    rootdir: Path,
-    environment_changes: Callable[[str], str] = lambda digest: "",
-) -> tuple[str, str]:
-    """The commit the baseline's newest recording measured, when it can be measured again as it was:
-    (commit, ""), or ("", why not). ``environment_changes``: what changed since the environment of that
-    digest, in a few words ("diffusers 0.30.0 -> 0.31.0"), or "" where its record is not kept.
-
-    A sitting runs both builds in this run's environment: it can only say "not the code" when that
-    environment is the recordings' own, proved by equal digests (``core/environment.py``)."""
-    commit = entry.provenance.get("commit", "")
-    if not commit or commit == "unknown":
-        return "", "the recordings name no commit"
-    if commit.endswith("+dirty"):
-        return "", f"recorded with local changes to {commit.removesuffix('+dirty')}"
-    if changes := _environment_changes(entry.provenance, provenance):
-        return "", f"{changes} since the recordings, which a checkout does not undo"
-    then, now = entry.provenance.get(ENVIRONMENT_PROVENANCE), provenance.get(ENVIRONMENT_PROVENANCE)
-    if then is None or now is None:
-        whose = "the recordings do not" if then is None else "this run does not"
-        return "", f"{whose} name their environment, so nothing proves it unchanged"
-    if then != now:
-        said = environment_changes(then) or f"environment {then} -> {now}"
-        return "", f"the environment changed since the recordings: {said}"  # no checkout undoes it
-    try:
-        git(rootdir, "cat-file", "-e", f"{commit}^{{commit}}", timeout=30)
-    except GitError:
-        return "", f"commit {commit} is not in this clone (a shallow one?)"
-    return commit, ""
-
-
-# What a run's provenance says of the code and the moment rather than of its environment, and the environment's
-# digest (weighed apart, to name what changed).
-_NOT_ENVIRONMENT = frozenset({"commit", "date", "profile", "world_size", ENVIRONMENT_PROVENANCE})
-
-
-def _environment_changes(then: Mapping[str, str], now: Mapping[str, str]) -> str:
-    """'torch 2.12.1+cpu -> 2.13.0+cpu, python 3.11.7 -> 3.12.1' for what both name and differ in; '' if none."""
-    changed = sorted(key for key in then.keys() & now.keys() - _NOT_ENVIRONMENT if then[key] != now[key])
-    return ", ".join(f"{key} {then[key]} -> {now[key]}" for key in changed)
-
-
-def measure_beside_recorded(
-    test: str, metric: str, commit: str, rootdir: Path, settings: ChildSettings, tolerance: float, minutes: float
-) -> RecordedWord:
-    """An ``ab`` sitting of ``commit`` (the base) against the working tree (the head) for ``test`` alone, run
-    with this run's device, profile and settings, within ``minutes``; its word on ``metric``."""
-    started = time.monotonic()
-    word = _sit(test, metric, commit, rootdir, settings, tolerance, minutes)
-    return replace(word, seconds=time.monotonic() - started)
-
-
-def _sit(
-    test: str, metric: str, commit: str, rootdir: Path, settings: ChildSettings, tolerance: float, minutes: float
-) -> RecordedWord:
-    with tempfile.TemporaryDirectory(prefix="pytest-accel-recorded-") as scratch:
-        out = Path(scratch) / "ab"
-        command = [
-            sys.executable, "-m", "pytest_accel", "ab", "--base", commit, "--out", str(out), "--no-operators",
-            "--tolerance", f"{tolerance}", "--max-minutes", f"{minutes:g}",
-            "--", test, *settings.arguments(baselines=False),
-        ]  # fmt: skip
-        log = Path(scratch) / "output.log"
-        try:
-            with log.open("w", encoding="utf-8") as sink:
-                ran = run_child(command, rootdir, os.environ, sink, timeout=minutes * 60 + _GRACE_SECONDS)
-        except OSError as error:
-            return RecordedWord(commit, f"the sitting did not start: {error}")
-        if ran.timed_out:
-            return RecordedWord(commit, f"the sitting did not finish in {minutes:g} minutes")
-        try:
-            document = read_document(out / "comparison.json")
-        except StoreError as error:
-            return RecordedWord(commit, f"the sitting wrote an unreadable answer: {error}")
-        if document is None:
-            tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-2:]
-            return RecordedWord(commit, f"the sitting wrote no answer (exit {ran.returncode}): {' '.join(tail)}")
-        return _word_for(document, test, metric, commit)
-
-
-def _word_for(document: object, test: str, metric: str, commit: str) -> RecordedWord:
-    tests = document.get("tests") if isinstance(document, dict) else None
-    for row in tests if isinstance(tests, list) else []:
-        if isinstance(row, dict) and row.get("test") == test and row.get("metric") == metric:
-            try:
-                verdict = PairedVerdict.from_dict(row)
-            except (KeyError, TypeError, ValueError) as error:
-                return RecordedWord(commit, f"the sitting's answer for the test is unreadable: {error}")
-            return RecordedWord(commit, _figures(verdict), verdict)
-    return RecordedWord(commit, f"the sitting measured no {metric!r} for the test")
+def word_from_comparison(comparison: Comparison, test: str, metric: str, commit: str) -> RecordedWord:
+    """The sitting's word on ``metric`` of ``test``, from the comparison ``ab`` wrote."""
+    verdict = comparison.verdict_for(test, metric)
+    if verdict is None:
+        return RecordedWord(commit, f"the sitting measured no {metric!r} for the test")
+    return RecordedWord(commit, _figures(verdict), verdict)
 
 
 def _figures(verdict: PairedVerdict) -> str:

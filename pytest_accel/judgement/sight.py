@@ -5,11 +5,11 @@ the baseline's (``within``) and the spread between processes (``between``: the b
 recordings, the file's typical spread, or the assumed floor), and the machine's state widens its slow
 side linearly. When the interval, not the tolerance, sets the sight, the verdict names the widest
 part and what would narrow it: the fix differs (a longer measurement, more recordings, a quieter
-machine), and "could see 15%" alone does not say which.
+machine), and the sight's figure alone does not say which.
 
 Measured on the 2-core AMD VM, 8 forward SDPA tests, three recordings minutes apart
-(docs/studies/sight): the flash decode kernel saw 15% four and a half hours later because its three
-recordings spread 0.62-0.70 (SD 6.1% between processes), not because of its rounds.
+(docs/studies/sight): hours later the flash decode kernel's sight was set by the spread of its three
+recordings between processes, not by its rounds.
 """
 
 from __future__ import annotations
@@ -64,12 +64,12 @@ def between_run(
     """The between-run half-width (log scale) of a baseline's centre and one new run, which SD set it, and that SD.
 
     The SD is the entry's own, but never below the file's typical one (``pooled_run_spread``) nor
-    ``floor``: three recordings that happened to agree cannot make a test look steadier than the
-    host's tests typically are (three numbers 4% apart made a drift of +10.9% "regressed" on the AMD
-    VM), while a test that is truly noisier keeps its own width. Normal quantile: the typical SD
-    comes from the whole file, not from three numbers. Nor below the figure's drift between nights in
-    the nightly history (``judgement.drift``): recordings minutes apart cannot show how far the host
-    moves over hours. Widened by sqrt(1 + 1/runs) for the uncertainty of the centre.
+    ``floor``: three recordings that happened to agree cannot make a test look steadier than the host's
+    tests typically are (three close numbers made a later drift "regressed" on the AMD VM,
+    docs/sensitivity.md), while a test that is truly noisier keeps its own width. Normal quantile: the
+    typical SD comes from the whole file, not from three numbers. Nor below the figure's drift between
+    nights in the nightly history (``judgement.drift``): recordings minutes apart cannot show how far
+    the host moves over hours. Widened by sqrt(1 + 1/runs) for the uncertainty of the centre.
     """
     own = statistics.stdev(math.log(r) for r in runs) if len(runs) >= 2 else 0.0
     typical = pooled[0] if pooled is not None else 0.0

@@ -2,9 +2,9 @@
 
 Recordings minutes apart show how far one process's figure differs from the next, not how far the
 host drifts over hours. Measured on the 2-core Intel VM (docs/studies/huge-pages, the 8 forward
-SDPA tests recorded three times within 11 minutes): unchanged code read -2.4% .. +4.3% minutes later
-and 0 of 24 figures regressed; one to 1.7 hours later the figures read +2.6% .. +6.8% on average per
-run and 3 of 32 regressed (+7.7% .. +13.4%). So a baseline says when its recordings were taken
+SDPA tests recorded three times within 11 minutes): unchanged code read within the tolerance minutes
+later and no figure regressed; one to two hours later the figures read slower on average per run and
+a few regressed. So a baseline says when its recordings were taken
 (``run_times``), the failure of a test whose recordings all lie within ``DRIFT_SPAN`` and were taken
 longer than that before the run says so, and ``--accel-update`` says when to record again.
 Pure: no torch, no pytest.

@@ -76,13 +76,13 @@ def neighbour_reach(
     that says so; None when none covers now's share or none moved it.
 
     Figures are relative to the reference kernel, which a neighbour slows too, so a neighbour can make a
-    test look faster: a math decode kernel read -26% in one calibration run, and unchanged code beside
-    that neighbour was then called "improved" at -9% and -23%, each confirmed in a fresh process (the
-    2-core Intel VM). Which way it moves a test is the neighbour's phase, not a property of the test:
-    on the 2-core AMD VM the same kernel read +14% and +18% in two calibration runs, then, beside the
-    same neighbour, an exact +10% slowdown read +3.3% and +1.8% in two of three runs (the third +14.4%;
-    beside its recorded build +14.4% there and +11.3% on the quiet host, docs/studies/recorded-build).
-    So a move of either sign bounds what a neighbour could hide, as far the other way.
+    test look faster: a math decode kernel read faster in one calibration run, and unchanged code beside
+    that neighbour was then called "improved", each time confirmed in a fresh process (the 2-core Intel
+    VM, docs/studies/sight). Which way it moves a test is the neighbour's phase, not a property of the
+    test: on the 2-core AMD VM the same kernel read slower in both calibration runs, then, beside the
+    same neighbour, an exact planted slowdown read as less than the tolerance in two of three runs,
+    where beside its recorded build it read in full (docs/studies/recorded-build). So a move of either
+    sign bounds what a neighbour could hide, as far the other way.
     """
     seen = _covering(now, calibration, margin)
     if not seen:
@@ -162,8 +162,8 @@ def state_shift(
     side) is no shift.
 
     The fresh-pages probe's excess counts only in the share of the workload's time that its own page
-    faults took (``FAULT_SHARE``, where measured): page faults that cost 1.3x as long slow a workload
-    that spends 60% of its time faulting by 18%, and one that faults nothing not at all. The copy and
+    faults took (``FAULT_SHARE``, where measured): dearer page faults slow a workload by their excess
+    times the share of its time it spends faulting, and one that faults nothing not at all. The copy and
     the gather keep their whole excess: no counter tells how much of a workload they stand for.
     """
     if "compute" not in now:

@@ -16,7 +16,8 @@ Pure logic: no torch, no pytest. The rules, in order:
 3. Time ratio of this run's median to the median of the baseline's recorded runs, computed on
    normalised samples (each round over its adjacent probe round, or for a pipelined measurement over
    the median of its probe block) when both sides have them,
-   else on raw seconds, with a 95% interval combining the within-run and between-run errors:
+   else on raw seconds, with an interval at the policy's confidence combining the within-run and
+   between-run errors:
        ratio > 1 + tolerance and the interval excludes 1                 -> REGRESSED
        ratio < 1 / (1 + tolerance) and the interval excludes 1           -> IMPROVED
        otherwise                                                         -> UNCHANGED
@@ -34,10 +35,10 @@ Pure logic: no torch, no pytest. The rules, in order:
 5. Peak memory: growth beyond memory_tolerance and MEMORY_SLACK_BYTES    -> REGRESSED
 
 Why both tolerance and significance: on the 2-core machine the suite is calibrated on, the
-within-run interval is ~+-1%, so significance alone flags the machine's run-to-run drift (2% on
-normalised samples, 8-26% on raw ones); the tolerance alone flags a noisy run whose median
-wandered. Together, and with confirmations, they gave the false-alarm and catch rates in
-docs/sensitivity.md.
+within-run interval is far narrower than the run-to-run drift, so significance alone flags that drift
+(small on normalised samples, several times larger on raw ones: docs/measurements.md); the tolerance
+alone flags a noisy run whose median wandered. Together, and with confirmations, they gave the
+false-alarm and catch rates in docs/sensitivity.md.
 """
 
 from __future__ import annotations
@@ -224,8 +225,8 @@ def pooled_run_spread(entries: Sequence[Sequence[float]]) -> tuple[float, float]
     recordings) of each one's SD of log run medians, and how many entries it comes from.
 
     None when no entry has two recordings. The median, not a pooled variance: a few tests that move
-    10-15% between processes (DataLoader workers, a decode kernel) would otherwise set the width of
-    every other test's interval (on the 2-core AMD VM a pooled SD of 5.7% against a median of 3.5%).
+    far more than the rest between processes (DataLoader workers, a decode kernel) would otherwise set
+    the width of every other test's interval (docs/sensitivity.md, docs/measurements.md).
     """
     spreads = [statistics.stdev(math.log(r) for r in runs) for runs in entries if len(runs) >= 2]
     return (median(spreads), float(len(spreads))) if spreads else None
@@ -244,8 +245,8 @@ def _ratio_interval(
     Two independent errors add on the log scale: the within-run one (the distribution-free
     interval of this run's samples against the latest baseline samples) and the between-run one
     (``sight.between_run``). Two recordings that disagree count too: the README asks for two or three,
-    and a pair 18% apart (one process 1.1x off, seen on the 2-core VM) put a centre 9% off the
-    truth, which unchanged code then read as "improved -9%" run after run.
+    and a pair far apart (one process off, seen on the 2-core VM) put the centre off the truth, which
+    unchanged code then read as a false "improved" run after run (docs/measurements.md).
     """
     runs = tuple(run_medians) or (median(then),)
     ratio = median(now) / median(runs)
@@ -260,8 +261,8 @@ def _separated(now: Sequence[float], then: Sequence[float], runs: Sequence[float
 
     The slow end: the latest recording's slow quartile, or a slower recorded run's median. A machine
     made unsteady by a neighbour slows some rounds and leaves the fast ones as they were; a workload
-    that became slower and more variable (an SDPA call that fell back from the flash kernel to
-    math: ±20-29% IQR/median on a quiet 2-core VM, against the flash kernel's ±5%) moves them all.
+    that became slower and more variable (an SDPA call that fell back from the flash kernel to math
+    spread several times as wide on a quiet 2-core VM: docs/measurements.md) moves them all.
     """
     slow_end = max((quantile(then, 0.75), *runs))
     return quantile(now, 0.25) > slow_end * (1 + tolerance)
@@ -385,8 +386,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
     if ratio > 1 + policy.tolerance and shift.slower > policy.state_limit:
         # The shift bounds how much slower the machine's state could make a workload bound by that
         # probe's resource; a slowdown beyond the tolerance even with all of it (and the interval)
-        # taken off is not the machine's: a flash -> math fallback read +160% to +1500% while the
-        # gather's state, wandering by itself on the VM, could explain 21-45%.
+        # taken off is not the machine's: a flash -> math fallback read many times slower than the gather's
+        # wandering state could explain (docs/studies/backend-switch).
         if ratio * math.exp(-half_width - shift.slower) <= 1 + policy.tolerance:
             return _noisy_state(shift, policy.tolerance, normalized)
         beyond_state = (
@@ -438,8 +439,8 @@ def judge_time(current: Observation, baseline: Observation, policy: VerdictPolic
 
 def _assumed_spread(runs: Sequence[float], pooled: tuple[float, float] | None, policy: VerdictPolicy) -> str:
     """The clause a regression carries when its between-run spread was assumed, not measured: a baseline
-    of one recording in a file without any entry of two. A 76 ns Python call moved 17% (SD) between
-    two pytest sessions of one process on the 2-core VM, where the assumed floor is 2%."""
+    of one recording in a file without any entry of two. A tiny Python call moved far more than the
+    assumed floor between two pytest runs in one process on the 2-core VM (docs/studies/test-stability)."""
     if len(runs) >= 2 or pooled is not None:
         return ""
     return (

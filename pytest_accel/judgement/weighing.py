@@ -3,13 +3,13 @@
 A re-measurement that reads "unchanged" is not always a refutation. One whose interval is clear of
 no change on the suspect's side agrees, when the two figures together (their geometric mean, the
 interval of two independent readings) are beyond the tolerance; one whose interval reaches both no
-change and the suspect's figure could not tell; any other refutes. In one quiet run a planted +10%
-read +17.3% in the process and +9.3% [-4.9% .. +25.5%] in a fresh one, and passed as "unchanged"
-(docs/studies/quiet-wait, run 6).
+change and the suspect's figure could not tell; any other refutes. In one quiet run a planted
+slowdown whose fresh process's interval reached both passed as "unchanged" when such a reading
+counted as a refutation (docs/studies/quiet-wait, run 6).
 
-Two readings can also be too far apart for one level, whatever each says: the math SDPA decode
-kernel read +13.4% [+5.9% .. +20.0%] in a run and +58.0% [+48.6% .. +67.9%] in the fresh process
-that was to confirm it, unchanged code (docs/studies/first-in-process). Pure: no torch, no pytest.
+Two readings can also be too far apart for one level, whatever each says: on unchanged code the math
+SDPA decode kernel read slower in a run and far slower still in the fresh process that was to confirm
+it (docs/studies/first-in-process). Pure: no torch, no pytest.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Reading(enum.Enum):
 
 def weigh(first: Verdict, second: Verdict, tolerance: float) -> tuple[Reading, str]:
     """How ``second`` (an "unchanged" reading) bears on ``first`` (regressed or improved), and the two
-    figures together as text ("+8.1% [+3.9% .. +12.4%]"; "" when a figure is missing)."""
+    figures together as text (as ``format_change`` writes them; "" when a figure is missing)."""
     figures = (first.ratio, first.low, first.high, second.ratio, second.low, second.high)
     if second.outcome is not Outcome.UNCHANGED or any(f is None or f <= 0 for f in figures):
         return Reading.REFUTES, ""
@@ -63,7 +63,7 @@ def apart(first: Verdict, second: Verdict) -> bool:
     Each interval holds the spread between processes that the baseline's recordings showed, so a wider
     gap says the figure's level moves between processes by more than they showed, and neither reading
     can be taken as the level. Of 354 fresh-process confirmations in the studies' raw files, 8 were this
-    far apart: 7 the math decode kernel, its fresh process 58-79% slower (docs/studies/first-in-process).
+    far apart, 7 of them the math decode kernel's (docs/studies/first-in-process).
     False when a figure is missing.
     """
     figures = (first.ratio, first.low, first.high, second.ratio, second.low, second.high)

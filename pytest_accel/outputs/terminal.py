@@ -233,8 +233,8 @@ _SIGHT = 0.10
 
 
 def _sight_lines(records: Sequence[Recorded]) -> list[str]:
-    """How many verdicts could have seen a 10% slowdown: "unchanged" is not "within 5%" on a noisy machine;
-    and what limited the others (judgement/sight.py), so the remedy is the right one."""
+    """How many verdicts could have seen a ``_SIGHT`` slowdown ("unchanged" is not "within the tolerance" on
+    a noisy machine), and what limited the others (judgement/sight.py), so the remedy is the right one."""
     judged = [r.verdict.time for r in records if r.verdict is not None and r.verdict.time.detectable is not None]
     if not judged:
         return []

@@ -27,17 +27,22 @@ from pytest_accel.engine.structure import structure_key
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.confirm import ChildSettings, accept_command, in_fresh_process, inherited_options
 from pytest_accel.judgement.drift import SEARCHED_NIGHTS, NightDrift, night_drifts
-from pytest_accel.judgement.gate import Gate, Waited
+from pytest_accel.judgement.gate import Gate, Launchers, Waited
 from pytest_accel.judgement.recorded import RecordedWord
 from pytest_accel.judgement.results import ResultsError
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.outputs.history_store import HistoryError, recent_figures
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.ranks import RankAgreement
+from pytest_accel.sittings.fresh import fresh_launcher
+from pytest_accel.sittings.recorded import measure_beside_recorded, recorded_commit
 from pytest_accel.storage.environments import EnvironmentStore
 from pytest_accel.storage.files import StoreError
 
 __all__ = ["RunParts"]
+
+# What this run's gate may start to settle a suspect: a fresh pytest, the recorded build beside this tree.
+LAUNCHERS = Launchers(fresh_launcher, recorded_commit, measure_beside_recorded)
 
 
 @contextmanager
@@ -169,7 +174,7 @@ class RunParts:
                 lambda test: self.accept(test, "--accel-reset-history"), self.config.option.verbose > 0,
                 quiet=wait_for_quiet if self.world is None else None,  # ranks measure in step: none waits alone
                 drifts=self.drifts(), setup_causes=self.setup_causes(),
-                environment_changes=self.environment_changes,
+                environment_changes=self.environment_changes, launchers=LAUNCHERS,
             )  # fmt: skip
         return self._gate
 

@@ -16,7 +16,6 @@ import pytest
 
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Cause
-from pytest_accel.judgement.calibrate import StandardNeighbour
 from pytest_accel.judgement.confirm import in_fresh_process
 from pytest_accel.judgement.recording import orphaned_tests, stale_lines
 from pytest_accel.judgement.results import USER_PROPERTY, Recorded
@@ -28,6 +27,7 @@ from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.parts import RunParts
 from pytest_accel.plugin.plans import operator_plan, structure_plan, takes_structures
 from pytest_accel.plugin.status import LiveStatus
+from pytest_accel.sittings.calibrate import StandardNeighbour
 
 __all__ = ["PERF_FIXTURE", "AccelSession", "is_perf_item"]
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_accel.judgement.changepoints import DETECTORS
+from changepoints import DETECTORS  # this folder: the two detectors compared
 
 SHIFT_NIGHT = 40  # nights of history before the shift: a nightly that has run for six weeks
 HORIZON = 20  # nights after the shift the replay waits for a detection

@@ -28,9 +28,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_accel.judgement.changepoints import DETECTORS
+
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.stats import mann_whitney_p
-from pytest_accel.judgement.changepoints import DETECTORS
 from pytest_accel.judgement.results import Recorded, results_document
 from pytest_accel.outputs.history_index import HistoryIndex
 from pytest_accel.outputs.history_store import Figure, Night, read_folder

@@ -59,8 +59,9 @@ class HostTimer:
 def default_cpu_threads() -> int:
     """Half the cores, at least one: torch threads that must wait for each other on a busy core spoil timing.
 
-    Measured on a 2-core VM (docs/measurements.md): SDPA with 2 threads varied by a CV of 26%
-    across runs, with 1 thread by 8%; its ratio to an interleaved matmul probe by 2%.
+    Measured on a 2-core VM (docs/measurements.md, "Why the CPU runs torch on half its cores"): SDPA on
+    one thread varied across runs a third as much as on two, and its ratio to an interleaved matmul probe
+    held steadier still.
     """
     return max(1, (os.cpu_count() or 1) // 2)
 

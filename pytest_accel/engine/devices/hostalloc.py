@@ -20,8 +20,8 @@ The steady mode also puts torch's large blocks (2 MiB and more) on transparent h
 accelerator's allocator maps its segments in large pages: torch does so when ``THP_MEM_ALLOC_ENABLE``
 is set before its first allocation (c10's ``alloc_cpu``: page-aligned, ``madvise(MADV_HUGEPAGE)``).
 Measured on a 2-core Intel Xeon VM (family 6 model 167; math SDPA at the smoke decode shape, two
-12.6 MB copies per call, in ``ab`` sittings of unchanged code; docs/studies/huge-pages): the pairs'
-log ratios spread 0.19 on 4 KiB pages and 0.10 on huge pages and the call took 13-33% less time;
+12.6 MB copies per call, in ``ab`` sittings of unchanged code; docs/studies/huge-pages): on huge
+pages the pairs' log ratios spread about half as wide as on 4 KiB pages and the call took less time;
 the other SDPA kernels changed in no one direction. The plugin sets the variable before the
 conftests load (``ask_for_huge_pages``). Torch reads it at its first CPU allocation, not at its
 import: measured with torch 2.13.0 (``import torch, diffusers, transformers``, then the variable set,
