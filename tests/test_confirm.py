@@ -33,7 +33,7 @@ from pytest_accel.judgement.gate import (
 )
 from pytest_accel.judgement.results import Recorded, results_document
 from pytest_accel.judgement.verdict import VerdictPolicy, VerdictRecord
-from pytest_accel.judgement.weighing import apart
+from pytest_accel.judgement.weighing import apart, clear_of_the_gap
 from pytest_accel.sittings import fresh as confirm_module
 from pytest_accel.sittings.fresh import confirm_in_fresh_process
 
@@ -368,3 +368,29 @@ def test_a_re_measurement_that_could_not_tell_leaves_the_suspect_noisy_not_uncha
     combined = combine(_suspect(1.178, 1.05, 1.32), [again])
     assert combined.outcome is Outcome.NOISY
     assert combined.abstention is not None and combined.abstention.why == "a re-measurement could not tell"
+
+
+# A planted threefold slowdown (tests/test_gate_plugin.py), quiet: +199% in the run, its fresh process at another level.
+@pytest.mark.parametrize(
+    ("child", "outcome"), [((2.10, 2.00, 2.20), Outcome.REGRESSED), ((1.30, 1.22, 1.38), Outcome.NOISY)]
+)
+def test_two_levels_of_one_slowdown_confirm_it_when_it_clears_the_tolerance_with_their_gap_taken_off(
+    child: tuple[float, float, float], outcome: Outcome
+) -> None:
+    """At 3.0x and 2.1x the gap (a factor 1.42) leaves 2.0 / 1.42 = 1.4x: regressed. At 3.0x and 1.3x it leaves
+    1.22 / 2.3 = 0.53x, past no change: not judged, as the levels say nothing of the level."""
+    weighed = with_fresh_confirmation(_suspect(2.99, 2.80, 3.20), _child(*child, Outcome.REGRESSED), 0.05)
+    assert weighed.outcome is outcome
+    if outcome is Outcome.REGRESSED:
+        assert "confirmed in a fresh process at another level, and beyond the tolerance with the gap" in weighed.reason
+        assert (weighed.ratio, weighed.low) == (2.99, 2.80)
+
+
+@given(st.floats(1.2, 4.0), st.floats(1.2, 4.0), st.floats(0.01, 0.2))
+def test_clear_of_the_gap_never_confirms_readings_whose_gap_reaches_no_change(a: float, b: float, half: float) -> None:
+    first = _suspect(a, a * math.exp(-half), a * math.exp(half))
+    second = _child(b, b * math.exp(-half), b * math.exp(half), Outcome.REGRESSED)
+    assert second.verdict is not None
+    gap = abs(math.log(a / b))
+    if min(a, b) * math.exp(-half - gap) <= 1.05:
+        assert not clear_of_the_gap(first, second.verdict, 0.05)

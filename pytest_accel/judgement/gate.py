@@ -40,7 +40,7 @@ from pytest_accel.judgement.verdict import (
     judge_time,
     pooled_run_spread,
 )
-from pytest_accel.judgement.weighing import AGAIN, Reading, apart, weigh
+from pytest_accel.judgement.weighing import AGAIN, Reading, apart, clear_of_the_gap, weigh
 
 __all__ = [
     "EXTEND_MEASUREMENTS",
@@ -101,13 +101,16 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict, tolerance: floa
     planted slowdown whose fresh process's interval reached both once passed as "unchanged"
     (docs/studies/quiet-wait). One that says the same, but at a level too far from this process's for
     one level (``apart``), confirms nothing either: unchanged code once read slower in both, at levels
-    far apart (docs/studies/first-in-process).
+    far apart (docs/studies/first-in-process), unless the outcome holds with that gap taken off
+    (``clear_of_the_gap``): a planted threefold slowdown read at two levels is still regressed.
     """
     if fresh.outcome is None:
         return replace(first, reason=f"{first.reason}; no fresh-process confirmation: {fresh.detail}")
     reading, together = (Reading.REFUTES, "") if fresh.verdict is None else weigh(first, fresh.verdict, tolerance)
     says_so = fresh.outcome is first.outcome or reading is Reading.AGREES
     if says_so and fresh.verdict is not None and apart(first, fresh.verdict):
+        if clear_of_the_gap(first, fresh.verdict, tolerance):
+            return replace(first, reason=f"{first.reason}; {_CLEAR_OF_THE_GAP}: {fresh.detail}")
         return _fresh_noisy(first, f"{_APART}: {fresh.detail}; {_APART_WHY}", _APART, _APART_REMEDY)
     if fresh.outcome is first.outcome:
         return replace(first, reason=f"{first.reason}; confirmed in a fresh process: {fresh.detail}")
@@ -136,6 +139,9 @@ def with_fresh_confirmation(first: Verdict, fresh: FreshVerdict, tolerance: floa
 _CANNOT_TELL = "a fresh process could not tell"
 _OPPOSITE = "a fresh process said the opposite"
 _APART = "a fresh process read it too far from this one"
+_CLEAR_OF_THE_GAP = (
+    "confirmed in a fresh process at another level, and beyond the tolerance with the gap between the two taken off"
+)
 _APART_WHY = "the figure's level moves between processes by more than its recordings showed"
 _APART_REMEDY = "record it at other times (--accel-update keeps up to 10 recordings), so they show that spread"
 

@@ -20,7 +20,7 @@ import math
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.units import format_change
 
-__all__ = ["AGAIN", "Reading", "apart", "weigh"]
+__all__ = ["AGAIN", "Reading", "apart", "clear_of_the_gap", "weigh"]
 
 # What would let a figure be judged that two readings could not settle.
 AGAIN = "run them again in a new process (pytest <same args> -k <test>)"
@@ -54,6 +54,24 @@ def weigh(first: Verdict, second: Verdict, tolerance: float) -> tuple[Reading, s
     if near > 0:
         return Reading.AGREES, together
     return (Reading.CANNOT_TELL if far >= this else Reading.REFUTES), together
+
+
+def clear_of_the_gap(first: Verdict, second: Verdict, tolerance: float) -> bool:
+    """Whether two processes that read one outcome (regressed, or improved) at levels ``apart`` still read it
+    with the gap between them taken as the figure's spread between processes: the nearer end of either
+    interval, moved by that gap towards no change, is still beyond ``tolerance``. A planted threefold
+    slowdown read at two levels is regressed whatever its level; unchanged code read slower at two levels
+    far apart is not, since its gap reaches back past no change (docs/studies/first-in-process)."""
+    figures = (first.ratio, first.low, first.high, second.ratio, second.low, second.high)
+    if any(f is None or f <= 0 for f in figures) or first.outcome is not second.outcome:
+        return False
+    assert first.ratio and first.low and first.high and second.ratio and second.low and second.high
+    gap = abs(math.log(first.ratio / second.ratio))
+    if first.outcome is Outcome.REGRESSED:
+        return min(first.low, second.low) * math.exp(-gap) > 1 + tolerance
+    if first.outcome is Outcome.IMPROVED:
+        return max(first.high, second.high) * math.exp(gap) < 1 / (1 + tolerance)
+    return False
 
 
 def apart(first: Verdict, second: Verdict) -> bool:
