@@ -95,7 +95,7 @@ def test_a_planted_slowdown_in_the_working_tree_is_regressed(repo: Path) -> None
     assert_nothing_left(repo)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_head_that_holds_more_memory_is_regressed_in_peak_memory(repo: Path) -> None:
     fat = "SLOW = 1\n\ndef work():\n    block = b'x' * (96 << 20)\n    return len(block)\n"  # 96 MiB touched per call
     (repo / "kernel.py").write_text(fat)
@@ -109,7 +109,7 @@ def test_a_head_that_holds_more_memory_is_regressed_in_peak_memory(repo: Path) -
     assert test["memory"]["outcome"] == "regressed" and (ratio is None or ratio > 2)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_base_revision_gets_its_submodules(repo: Path, tmp_path: Path) -> None:
     """The kernel lives in a submodule: the base's worktree has it checked out at the pinned commit."""
     library = tmp_path / "library"
@@ -126,7 +126,7 @@ def test_a_base_revision_gets_its_submodules(repo: Path, tmp_path: Path) -> None
     assert_nothing_left(repo)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_test_only_the_head_has_is_new_and_said_not_compared(repo: Path) -> None:
     extra = TEST.replace("test_work", "test_added")
     (repo / "test_perf.py").write_text(TEST + extra.replace("from kernel import work\n", ""))
@@ -158,7 +158,7 @@ def test_a_selection_that_matches_nothing_is_exit_2(repo: Path) -> None:
     assert "measured nothing on either side" in done.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_repository_without_a_pytest_config_file_compares_the_same_test_ids(tmp_path: Path) -> None:
     """No pytest.ini, pyproject or tox.ini (a kernel developer's experiment): each side's rootdir is its
     own tree, so base and head name the test alike and a planted slowdown is regressed."""
@@ -176,7 +176,7 @@ def test_a_repository_without_a_pytest_config_file_compares_the_same_test_ids(tm
     assert_nothing_left(folder)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_base_python_runs_the_same_tree_with_another_interpreter(repo: Path) -> None:
     """Here the "other" interpreter is this one: an A/A sitting, labelled with the interpreters."""
     # A cap of 3 pairs left the noise no room: CI once read this A/A sitting +13.3% [-28.3%, +79.0%]
@@ -195,7 +195,7 @@ def test_base_python_runs_the_same_tree_with_another_interpreter(repo: Path) -> 
 ENV_KERNEL = "import os\n\ndef work():\n    return sum(range(2000 * (1 if os.environ.get('AB_FAST') else 3)))\n"
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_base_env_measures_the_same_tree_with_a_variable_set_on_one_side(repo: Path) -> None:
     """A kernel developer's A/B of an environment, not a commit: the same tree and interpreter, a variable set for
     the base alone; the head, without it, is 3x slower."""
@@ -208,7 +208,7 @@ def test_base_env_measures_the_same_tree_with_a_variable_set_on_one_side(repo: P
     assert_nothing_left(repo)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_package_on_pythonpath_inside_the_repository_is_taken_from_each_sides_tree(repo: Path) -> None:
     """A package in a sub-folder put on PYTHONPATH (as a src/ layout or a monorepo's lib/ is): the base's runs
     import the base's copy of it, so a slowdown planted in the working tree's copy is seen."""
@@ -507,7 +507,7 @@ def test_interrupted_sitting_leaves_no_worktree_and_no_process(repo: Path) -> No
     assert_nothing_left(repo)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_git_bisect_run_finds_the_planted_slowdown(repo: Path) -> None:
     """Three commits after the good one; the second makes the work 3x as long. bisect names it
     (it measures the middle commit, then the first: one unchanged sitting and one regressed)."""
@@ -549,7 +549,7 @@ def work():
 """
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_regression_says_which_operators_changed_with_a_trace_per_side(repo: Path) -> None:
     commit(repo, "flash", **{"kernel.py": ATTENTION.format(backend="FLASH_ATTENTION")})
     (repo / "kernel.py").write_text(ATTENTION.format(backend="MATH"))  # about 2x slower on the CPU

@@ -61,7 +61,7 @@ def bisect(repo: Path, *args: str, timeout: float = 900) -> subprocess.Completed
     )
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_the_planted_commit_is_named_with_its_own_change(tmp_path: Path) -> None:
     repo = tmp_path / "project"
     shas = project(repo, planted=4)
@@ -80,7 +80,7 @@ def test_the_planted_commit_is_named_with_its_own_change(tmp_path: Path) -> None
     assert_nothing_left(repo)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_range_that_did_not_get_slower_names_no_culprit_and_exits_0(tmp_path: Path) -> None:
     repo = tmp_path / "project"
     project(repo, planted=None, commits=3)
@@ -92,7 +92,7 @@ def test_a_range_that_did_not_get_slower_names_no_culprit_and_exits_0(tmp_path: 
     assert answer["findings"] == {} and [s["kind"] for s in answer["sittings"]] == ["range"]
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_commit_that_does_not_import_is_skipped_and_named(tmp_path: Path) -> None:
     repo = tmp_path / "project"
     # The first step lands on the broken commit 2 (commit 3 mends it): skipped, then 1 and 3 are measured.
@@ -154,7 +154,7 @@ def test_a_nights_bisect_starts_at_the_newest_earlier_night_that_judged_the_test
         last_good_night(history, tonight, ["t.py::test_b"], lambda commit: True)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_the_nightly_bisect_step_runs_against_a_bare_origin(tmp_path: Path) -> None:
     """The workflow's own step, its shell as written: a shallow checkout of a local bare origin, a history
     folder whose last good night is the good commit, tonight's result file regressed: the step fetches the

@@ -169,7 +169,7 @@ def test_steps(throughput, kernel):
     assert "test_steps[a] and " in err and "test_steps[b] differ in a parameter" in err
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_history_finds_the_night_a_slowdown_appeared(
     perf_pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

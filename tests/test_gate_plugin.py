@@ -197,7 +197,7 @@ def test_a_speedup_passes_and_asks_for_a_refresh(recorded: pytest.Pytester) -> N
     assert "confirmed by 1 re-measurement(s)" in time["reason"] and "confirmed in a fresh process" in time["reason"]
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_speedup_of_one_process_only_is_not_claimed(recorded: pytest.Pytester) -> None:
     # Fast in this process (a third of the work), as baselined in the confirmation child: a process's
     # bias, which a refresh would bake into the baseline. The suspected improvement is dropped.
@@ -307,7 +307,7 @@ def test_a_regression_is_confirmed_in_a_fresh_process(recorded: pytest.Pytester)
     result.stdout.fnmatch_lines(["*  believed: *; a fresh process (+*% [[]+*% .. +*%[]])"])
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_slowdown_of_one_process_only_does_not_fail(recorded: pytest.Pytester) -> None:
     # Slow in this process, not slow in the confirmation child: a process-level effect, not a regression.
     # The child does 7 matmuls where the baseline did 10, so the host drifting by +9% between the
@@ -325,7 +325,7 @@ def test_a_slowdown_of_one_process_only_does_not_fail(recorded: pytest.Pytester)
     assert_refuted_by_a_fresh_process(sleep["verdict"]["time"]["reason"])
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_the_confirmation_process_loads_the_plugins_this_run_loaded(recorded: pytest.Pytester) -> None:
     # The slowdown comes from a plugin given with -p, as a plugin that patches a kernel would make it
     # (docs/studies/backend-switch/force_math_sdpa.py). A child without it measured other code and refuted the
@@ -367,7 +367,7 @@ def test_fresh_process_confirmation_can_be_turned_off(recorded: pytest.Pytester)
     result.stdout.no_fnmatch_line("*fresh process*")
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_figure_the_state_left_unjudged_waits_for_the_probes_not_only_the_cpu(recorded: pytest.Pytester) -> None:
     """A 3x slowdown measured while the random gather reads 20x its recordings (the recordings edited):
     noisy, as the state could explain it. The CPU share is no matter here (margin 1.0), so only the

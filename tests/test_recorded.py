@@ -306,7 +306,7 @@ def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str
     return folder, first[:12]
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_drift_since_the_recordings_is_not_a_regression_and_a_slower_tree_is(recorded: tuple[Path, str]) -> None:
     folder, first = recorded
     # Unchanged code on a host now slower than at the recordings: the stored figure reads about 2x slower,
@@ -376,7 +376,7 @@ def test_a_slowdown_from_a_plugin_on_pythonpath_fails_naming_it(recorded: tuple[
     assert len(git(folder, "worktree", "list").splitlines()) == 1
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_slower_figure_with_a_steering_variable_changed_is_not_called_the_host(recorded: tuple[Path, str]) -> None:
     """The figure reads slower (the host ran faster at the recordings) and a variable that steers torch was set
     since: nothing proves the host alone moved, so no sitting explains the slowdown away."""
@@ -441,9 +441,12 @@ def _processes_of(folder: Path) -> list[int]:
     return found
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
-@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize(
+    "sent",
+    [pytest.param(signal.SIGTERM, marks=pytest.mark.slow), pytest.param(signal.SIGKILL, marks=pytest.mark.long)],
+    ids=["SIGTERM", "SIGKILL"],
+)
 def test_no_process_outlives_a_run_ended_while_it_holds_a_sitting(
     recorded: tuple[Path, str], tmp_path: Path, sent: signal.Signals
 ) -> None:

@@ -104,7 +104,7 @@ def test_a_killed_rank_ends_the_job_and_leaves_no_worker(tmp_path: Path) -> None
     assert not leftover, f"processes of the job survived: {leftover}"
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_rank_hung_in_a_later_test_ends_the_job_non_zero_naming_it(tmp_path: Path) -> None:
     """Rank 0 waits accel_rank_timeout_seconds (20 s here) at the end, then fails the job."""
     started = time.monotonic()
