@@ -33,8 +33,8 @@ from pytest_accel.core.validation import samples as _samples
 from pytest_accel.core.validation import show as _show
 from pytest_accel.core.validation import states as _states
 from pytest_accel.core.validation import text as _text
+from pytest_accel.judgement.neighbour import CALIBRATED
 from pytest_accel.judgement.spans import times as _times
-from pytest_accel.judgement.state import CALIBRATED
 from pytest_accel.storage.entries import EntryFiles
 from pytest_accel.storage.files import StoreError
 

@@ -26,17 +26,102 @@ from typing import final
 
 from pytest_accel.core.measurement import FOREIGN_CPU
 from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
+from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_percent_change as _percent
 from pytest_accel.judgement.policy import VerdictPolicy
-from pytest_accel.judgement.state import (
-    StateShift,
-    host_shared,
-    neighbour_bound,
-    neighbour_reach,
-    neighbour_ruled_out,
-)
+from pytest_accel.judgement.state import StateShift
 
-__all__ = ["QUIETER", "Beside", "covered_states", "weigh_neighbour"]
+__all__ = ["CALIBRATED", "QUIETER", "Beside", "covered_states", "host_shared", "neighbour_bound", "weigh_neighbour"]
+
+def host_shared(now: Mapping[str, float], recorded: Sequence[Mapping[str, float]], margin: float) -> str:
+    """Why the host was shared beyond what the recordings saw ("" when it was not, or nothing is known)."""
+    seen = [s[FOREIGN_CPU] for s in recorded if FOREIGN_CPU in s]
+    share = now.get(FOREIGN_CPU)
+    if share is None or not seen or share <= max(seen) + margin:
+        return ""
+    return (
+        f"other processes used {share:.0%} of the host's CPU time during this measurement (its baseline's "
+        f"recordings: at most {max(seen):.0%})"
+    )
+
+
+# The key of a calibration run's compared figure (its other key is FOREIGN_CPU).
+CALIBRATED = "median"
+
+
+def neighbour_bound(
+    now: Mapping[str, float], calibration: Sequence[Mapping[str, float]], runs: Sequence[float], margin: float
+) -> tuple[float, str] | None:
+    """How much slower (log) a neighbour made this test in its calibration runs, and a clause that says so.
+
+    Each calibration run (``--accel-calibrate``) measured the test beside the standard neighbour;
+    its compared figure over the quiet recordings' median (``runs``) is how far that neighbour moved
+    this test. The bound is the largest of those moves (none: 0), and it covers a neighbour up to
+    the busiest calibration run's share of the host's CPU plus ``margin``. None when no calibration
+    run covers a neighbour as busy as now's: the neighbour's effect on this test is unknown.
+    """
+    seen = _covering(now, calibration, margin)
+    if not seen:
+        return None
+    centre = median(runs)
+    moved = max(0.0, *(math.log(c[CALIBRATED] / centre) for c in seen))
+    busiest = max(c[FOREIGN_CPU] for c in seen)
+    return moved, (
+        f"beside the standard neighbour (its calibration, {len(seen)} run(s), other processes at up to "
+        f"{busiest:.0%} of the host) this test was at most {math.expm1(moved) * 100:.0f}% slower"
+    )
+
+
+def neighbour_reach(
+    now: Mapping[str, float], calibration: Sequence[Mapping[str, float]], runs: Sequence[float], margin: float
+) -> tuple[float, str] | None:
+    """How far (log) a neighbour moved this test's figure either way in its calibration runs, and a clause
+    that says so; None when none covers now's share or none moved it.
+
+    Figures are relative to the reference kernel, which a neighbour slows too, so a neighbour can make a
+    test look faster: a math decode kernel read faster in one calibration run, and unchanged code beside
+    that neighbour was then called "improved", each time confirmed in a fresh process (the 2-core Intel
+    VM, docs/studies/sight). Which way it moves a test is the neighbour's phase, not a property of the
+    test: on the 2-core AMD VM the same kernel read slower in both calibration runs, then, beside the
+    same neighbour, an exact planted slowdown read as less than the tolerance in two of three runs,
+    where beside its recorded build it read in full (docs/studies/recorded-build). So a move of either
+    sign bounds what a neighbour could hide, as far the other way.
+    """
+    seen = _covering(now, calibration, margin)
+    if not seen:
+        return None
+    moves = [math.log(c[CALIBRATED] / median(runs)) for c in seen]
+    faster, slower = max(0.0, *(-m for m in moves)), max(0.0, *moves)
+    if faster == slower == 0:
+        return None
+    calibrated = f"beside the standard neighbour (its calibration, {len(seen)} run(s)) this test's time read up to"
+    if faster >= slower:
+        return faster, f"{calibrated} {-math.expm1(-faster) * 100:.0f}% shorter"
+    return (
+        slower,
+        f"{calibrated} {math.expm1(slower) * 100:.0f}% longer, and a neighbour's phase can move it as far the "
+        "other way",
+    )
+
+
+def _covering(
+    now: Mapping[str, float], calibration: Sequence[Mapping[str, float]], margin: float
+) -> Sequence[Mapping[str, float]]:
+    """The calibration runs that cover a neighbour as busy as now's: all of them, or none."""
+    share = now.get(FOREIGN_CPU)
+    seen = [c for c in calibration if FOREIGN_CPU in c and CALIBRATED in c]
+    if share is None or not seen or share > max(c[FOREIGN_CPU] for c in seen) + margin:
+        return ()
+    return seen
+
+
+def neighbour_ruled_out(now: Mapping[str, float], moved: float) -> str:
+    """A neighbour ruled out, in a few words: how busy the host was, how far calibration saw it move the test
+    (``moved``: the log bound of ``neighbour_bound``)."""
+    return (
+        f"a neighbour ({now.get(FOREIGN_CPU, 0.0):.0%} of the host; calibrated: at most {math.expm1(moved):.0%} slower)"
+    )
+
 
 # What would let a figure the machine's state or a neighbour left unjudged be judged.
 QUIETER = "a quieter machine"

@@ -60,16 +60,18 @@ from pytest_accel.core.stats import (
 )
 from pytest_accel.core.units import format_percent_change as _percent
 from pytest_accel.judgement.drift import NightDrift
-from pytest_accel.judgement.neighbour import QUIETER, Beside, covered_states, weigh_neighbour
-from pytest_accel.judgement.policy import VerdictPolicy
-from pytest_accel.judgement.sight import Width, between_run, could_see, detectable_slowdown, limited_by
-from pytest_accel.judgement.state import (
+from pytest_accel.judgement.neighbour import (
     CALIBRATED,
-    StateShift,
+    QUIETER,
+    Beside,
+    covered_states,
     host_shared,
     neighbour_bound,
-    state_shift,
+    weigh_neighbour,
 )
+from pytest_accel.judgement.policy import VerdictPolicy
+from pytest_accel.judgement.sight import Width, between_run, could_see, detectable_slowdown, limited_by
+from pytest_accel.judgement.state import StateShift, state_shift
 from pytest_accel.judgement.structures import StructureVerdict
 
 __all__ = [
