@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.outcomes import Outcome, Verdict
+from pytest_accel.core.outcomes import Outcome, Sight, Verdict
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.sight import (
     FLOOR,
@@ -95,7 +95,7 @@ def test_a_cause_is_named_exactly_when_the_interval_sets_the_sight(
 
 
 def test_the_summary_counts_what_limited_the_blind_figures() -> None:
-    def recorded(detectable: float, sight: str | None) -> Recorded:
+    def recorded(detectable: float, sight: Sight | None) -> Recorded:
         verdict = Verdict(Outcome.UNCHANGED, "time", "time +1%", 1.01, 0.9, 1.1, detectable=detectable, sight=sight)
         return Recorded("t::a", "passed", Measurement("x", 1.0, (0.1,)), VerdictRecord(verdict))
 
@@ -111,5 +111,6 @@ def test_the_cause_survives_a_result_file_and_a_bad_one_is_refused() -> None:
     verdict = Verdict(Outcome.UNCHANGED, "time", "time +1%", 1.01, 0.9, 1.1, detectable=0.15, sight=RECORDINGS)
     assert Verdict.from_dict(verdict.to_dict(), "time").sight == RECORDINGS
     assert "sight" not in Verdict(Outcome.UNCHANGED, "time", "time +1%").to_dict()
-    with pytest.raises(ValueError, match="time verdict: 'sight' must be a string or absent, got 3"):
+    assert verdict.to_dict()["sight"] == "its recordings' spread"  # as the summary says it
+    with pytest.raises(ValueError, match=r"time verdict: 'sight' must be one of \[.*\] or absent, got 3"):
         Verdict.from_dict({**verdict.to_dict(), "sight": 3}, "time")

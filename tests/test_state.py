@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from test_sampling import FakeClock, constant, workload
 
 from pytest_accel.core.measurement import FAULT_SHARE, Measurement
-from pytest_accel.core.outcomes import Outcome, Verdict
+from pytest_accel.core.outcomes import Outcome, Sight, Verdict
 from pytest_accel.engine import sampling as measure_module
 from pytest_accel.engine.devices.cpu import HostTimer, cpu_identity
 from pytest_accel.engine.sampling import STATE_EVERY, MeasureConfig, measure
@@ -201,7 +201,7 @@ def test_a_faster_memory_system_widens_what_an_unchanged_verdict_could_see() -> 
     assert plain.outcome is masked.outcome is Outcome.UNCHANGED
     assert plain.detectable is not None and masked.detectable is not None
     assert 1 + masked.detectable == pytest.approx((1 + plain.detectable) * math.exp(shift.faster))
-    assert masked.sight == "the machine's state"
+    assert masked.sight is Sight.STATE
     assert ", and a slowdown that size could hide: a large memory copy took 0.70x as long" in masked.reason
 
 

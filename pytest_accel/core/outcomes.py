@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
-__all__ = ["PAIRED", "STRUCTURE", "TIME", "Abstention", "Cause", "Outcome", "Verdict", "outcome_of"]
+__all__ = ["PAIRED", "STRUCTURE", "TIME", "Abstention", "Cause", "Outcome", "Sight", "Verdict", "outcome_of"]
 
 
 class Outcome(enum.Enum):
@@ -73,6 +73,19 @@ class Cause(enum.Enum):
     UNNAMED = "unnamed"  # read from a file written before causes were kept
 
 
+class Sight(enum.Enum):
+    """What limits a verdict's sight when its interval, not the tolerance, sets it (judgement/sight.py): the
+    summary counts verdicts by it. Its value is how a summary and a result file say it."""
+
+    RECORDINGS = "its recordings' spread"
+    NIGHTS = "its drift between nights"
+    TYPICAL = "the file's typical spread"
+    FLOOR = "the assumed spread between processes"
+    ROUNDS = "this run's rounds"
+    STATE = "the machine's state"
+    NEIGHBOUR = "what a neighbour could hide"
+
+
 @final
 @dataclass(frozen=True)
 class Abstention:
@@ -111,7 +124,7 @@ class Verdict:
     abstention: Abstention | None = field(default=None, compare=False)
     # What limits ``detectable`` when the interval rather than the tolerance sets it, in a few words
     # ("its recordings' spread"): the summary counts them (judgement/sight.py).
-    sight: str | None = field(default=None, compare=False)
+    sight: Sight | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (result files, test reports)."""
@@ -125,7 +138,7 @@ class Verdict:
             "normalized": self.normalized,
             "detectable": self.detectable,
             **({} if self.abstention is None else {"abstention": _abstention_json(self.abstention)}),
-            **({} if self.sight is None else {"sight": self.sight}),
+            **({} if self.sight is None else {"sight": self.sight.value}),
         }
 
     @classmethod
@@ -142,9 +155,10 @@ class Verdict:
         )
         normalized = data.get("normalized") is True
         abstention = _abstention(data.get("abstention"), f"{metric} verdict: 'abstention'")
-        sight = data.get("sight")
-        if sight is not None and not isinstance(sight, str):
-            raise ValueError(f"{metric} verdict: 'sight' must be a string or absent, got {sight!r}")
+        said = data.get("sight")
+        if said is not None and said not in _SIGHTS:
+            raise ValueError(f"{metric} verdict: 'sight' must be one of {sorted(_SIGHTS)} or absent, got {said!r}")
+        sight = None if said is None else _SIGHTS[said]
         figures = (ratio, low, high, p_value, normalized, detectable)
         return cls(outcome, metric, reason, *figures, abstention=abstention, sight=sight)
 
@@ -163,6 +177,7 @@ def _abstention_json(abstention: Abstention) -> dict[str, Any]:
 
 
 _CAUSES = {cause.value: cause for cause in Cause}
+_SIGHTS = {sight.value: sight for sight in Sight}
 
 
 def _abstention(value: object, where: str) -> Abstention | None:

@@ -20,20 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, final
 
+from pytest_accel.core.outcomes import Sight
 from pytest_accel.core.stats import z_score
 from pytest_accel.judgement.drift import NightDrift
 from pytest_accel.judgement.state import StateShift
 
-# The short causes a summary counts; the verdict's clause says them in full.
-RECORDINGS, NIGHTS, TYPICAL, FLOOR, ROUNDS, STATE, NEIGHBOUR = (
-    "its recordings' spread",
-    "its drift between nights",
-    "the file's typical spread",
-    "the assumed spread between processes",
-    "this run's rounds",
-    "the machine's state",
-    "what a neighbour could hide",
-)
+# The short causes a summary counts (``Sight``); the verdict's clause says them in full.
+RECORDINGS, NIGHTS, TYPICAL, FLOOR = Sight.RECORDINGS, Sight.NIGHTS, Sight.TYPICAL, Sight.FLOOR
+ROUNDS, STATE, NEIGHBOUR = Sight.ROUNDS, Sight.STATE, Sight.NEIGHBOUR
 Source = Literal["recordings", "nights", "typical", "floor"]  # which SD set the between-process part
 
 
@@ -82,7 +76,7 @@ def between_run(
 
 def limited_by(
     width: Width, slower_shift: float, tolerance: float, hidden: float = 0.0, faster_shift: float = 0.0
-) -> tuple[str, str] | None:
+) -> tuple[Sight, str] | None:
     """(the short cause, the clause) of the widest part of the interval, when the interval rather than
     the tolerance sets the sight; None when the tolerance does. The state's part is linear on the slow
     side, as is what a calibrated neighbour could hide (``hidden``, log) or a state faster than the

@@ -243,8 +243,11 @@ def _sight_lines(records: Sequence[Recorded]) -> list[str]:
     if blind:
         smallest, largest = f"{(blind[0].detectable or 0) * 100:.0f}%", f"{(blind[-1].detectable or 0) * 100:.0f}%"
         sight = smallest if smallest == largest else f"{smallest}-{largest}"
-        causes = Counter(v.sight or "its tolerance" for v in blind)  # no cause named: the tolerance set the sight
-        limits = ", ".join(f"{cause} ({count})" for cause, count in sorted(causes.items(), key=lambda c: -c[1]))
+        causes = Counter(v.sight for v in blind)  # None: the tolerance set the sight
+        limits = ", ".join(
+            f"{'its tolerance' if cause is None else cause.value} ({count})"
+            for cause, count in sorted(causes.items(), key=lambda c: -c[1])
+        )
         line += f"; {len(blind)} only {sight} or more, limited by {limits}"
     return [line]
 
