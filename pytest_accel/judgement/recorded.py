@@ -80,11 +80,8 @@ def worth_a_sitting(verdict: Verdict, tolerance: float) -> bool:
     two processes too far apart). Not a throttled device: both builds would meet its clock alike."""
     if verdict.outcome is Outcome.REGRESSED:
         return True
-    if (
-        verdict.outcome is not Outcome.NOISY
-        or verdict.abstention is None
-        or verdict.abstention.why.startswith("throttled")
-    ):
+    short = verdict.abstention
+    if verdict.outcome is not Outcome.NOISY or short is None or short.cause is Cause.THROTTLED:
         return False
     return verdict.ratio is None or verdict.ratio > 1 + tolerance
 
