@@ -18,7 +18,7 @@ from pytest_accel.judgement.comparable import NO_BASELINE
 from pytest_accel.judgement.conclusion import GateResult, failure_lines
 from pytest_accel.judgement.confirm import FreshVerdict
 from pytest_accel.judgement.paired import PairedVerdict
-from pytest_accel.judgement.recorded import RecordedWord
+from pytest_accel.judgement.recorded_build import RecordedWord
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.structures import StructureVerdict, structure_failure
 from pytest_accel.judgement.verdict import RECORD, BesideRecorded, Observation, VerdictPolicy, VerdictRecord, judge_time

@@ -1,4 +1,4 @@
-"""A confirmed regression measured beside its recorded build (``judgement.recorded``): which build can be,
+"""A confirmed regression measured beside its recorded build (``judgement.recorded_build``): which build can be,
 what its sitting's word does to the verdict, and the whole path end to end in a real git repository."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pytest_accel.judgement.conclusion import GateResult
 from pytest_accel.judgement.confirm import ChildSettings
 from pytest_accel.judgement.gate import Gate, GateMode
 from pytest_accel.judgement.paired import PairedVerdict
-from pytest_accel.judgement.recorded import (
+from pytest_accel.judgement.recorded_build import (
     RecordedWord,
     with_recorded_word,
     word_from_comparison,
@@ -31,7 +31,7 @@ from pytest_accel.judgement.recorded import (
 )
 from pytest_accel.judgement.verdict import BesideRecorded, VerdictRecord
 from pytest_accel.plugin.parts import LAUNCHERS
-from pytest_accel.sittings.recorded import recorded_commit
+from pytest_accel.sittings.recorded_build import recorded_commit
 
 ONE = (Measurement("throughput", 1.0, (0.01,) * 5),)  # what a gate judged: one measurement, no re-measurement
 SUSPECT = Verdict(Outcome.REGRESSED, "time", "slower: +9.0% [+5.1% .. +13.0%]", ratio=1.09, low=1.051, high=1.13)

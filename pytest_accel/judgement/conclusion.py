@@ -13,7 +13,7 @@ from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.units import format_change, format_percent_change, format_rate
 from pytest_accel.judgement.baselines import BaselineEntry, provenance_changes
 from pytest_accel.judgement.confirm import FreshVerdict
-from pytest_accel.judgement.recorded import RecordedWord
+from pytest_accel.judgement.recorded_build import RecordedWord
 from pytest_accel.judgement.spans import unseen_drift
 from pytest_accel.judgement.verdict import VerdictRecord
 

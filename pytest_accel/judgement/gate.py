@@ -6,7 +6,7 @@ All of confirmation lives here, in order:
    (up to ``confirmations`` times) through the callable the fixture hands in.
 2. ``Gate.judge``: a regression that survived is measured once more in a fresh ``pytest`` process
    (``pytest_accel.judgement.confirm``), and then, where the baseline's build can be checked out, beside
-   that build in one ``ab`` sitting (``pytest_accel.judgement.recorded``): the test fails only if both
+   that build in one ``ab`` sitting (``pytest_accel.judgement.recorded_build``): the test fails only if both
    agree. A figure left unjudged while it read slower is measured beside that build too, and judged there.
 3. ``Gate._fails``: whether the outcome fails its test under the run's mode, and the message
    (``pytest_accel.judgement.conclusion``).
@@ -29,7 +29,7 @@ from pytest_accel.judgement.comparable import COMPARABLE, judged_raw_too, not_co
 from pytest_accel.judgement.conclusion import GateResult, failure_lines
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
 from pytest_accel.judgement.drift import NightDrift
-from pytest_accel.judgement.recorded import RecordedWord, with_recorded_word, worth_a_sitting
+from pytest_accel.judgement.recorded_build import RecordedWord, with_recorded_word, worth_a_sitting
 from pytest_accel.judgement.state import StateShift, state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
@@ -296,7 +296,7 @@ class GateMode:
     # re-measured in its own process already (with_fresh_confirmation).
     one_reading: bool = False
     # A confirmed regression, or a figure left unjudged while it read slower, is measured beside its recorded
-    # build (judgement.recorded) with these settings, within ``recorded_minutes`` for the whole run; None when
+    # build (judgement.recorded_build) with these settings, within ``recorded_minutes`` for the whole run; None when
     # this run may not (turned off, under torchrun, in a child).
     recorded: ChildSettings | None = None
     recorded_minutes: float = 0.0
@@ -533,7 +533,7 @@ class Gate:
     def _beside_recorded(
         self, test: str, metric: str, gate: GateResult, entry: BaselineEntry, settings: ChildSettings, tolerance: float
     ) -> GateResult:
-        """A suspect after its recorded build was measured beside this tree (judgement.recorded), within what is
+        """A suspect after its recorded build was measured beside this tree (judgement.recorded_build), within what is
         left of the run's minutes for such sittings."""
         find = self._launchers.recorded_commit
         commit, why_not = find(entry, self._provenance, self._rootdir, self._environment_changes)

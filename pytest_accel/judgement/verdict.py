@@ -127,7 +127,7 @@ class Observation:
 @final
 @dataclass(frozen=True)
 class BesideRecorded:
-    """What a sitting of a figure's recorded build beside this tree said (judgement/recorded.py), as reports
+    """What a sitting of a figure's recorded build beside this tree said (judgement/recorded_build.py), as reports
     keep it; ``said`` None: no word (no sitting was held, or it gave no answer), ``detail`` says why."""
 
     commit: str  # the recorded build's commit; empty when the baseline names none that can be checked out

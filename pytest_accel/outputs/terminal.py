@@ -11,7 +11,7 @@ from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
 from pytest_accel.judgement.drift import MIN_NIGHTS, UNSETTLED, NightDrift
 from pytest_accel.judgement.gate import Waited
-from pytest_accel.judgement.recorded import RecordedWord
+from pytest_accel.judgement.recorded_build import RecordedWord
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.verdict import VerdictRecord
 
@@ -123,7 +123,7 @@ def benchmark_skip_line(skipped: int) -> str:
 def _moved_lines(records: Sequence[Recorded]) -> list[str]:
     """The figures the stored baseline read slower and their recorded build, measured beside them, did not:
     not the code; the host moved (which the baseline should learn: a sitting is held only in the recordings'
-    own environment, judgement/recorded.py). Where other
+    own environment, judgement/recorded_build.py). Where other
     operators ran than at the recordings, not the host: a host does not change what runs, so recording
     again would bury a change of the environment (a variable, a plugin, a library)."""
     moved = [r for r in records if r.verdict is not None and r.verdict.host_moved]

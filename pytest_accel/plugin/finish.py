@@ -24,7 +24,7 @@ from pytest_accel.engine.provenance import run_provenance
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.calibrate import calibrate_entries
 from pytest_accel.judgement.gate import Waited
-from pytest_accel.judgement.recorded import RecordedWord
+from pytest_accel.judgement.recorded_build import RecordedWord
 from pytest_accel.judgement.recording import recorded_entries
 from pytest_accel.judgement.results import Recorded, results_document, save_results
 from pytest_accel.judgement.spans import record_again

@@ -28,14 +28,14 @@ from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.confirm import ChildSettings, accept_command, in_fresh_process, inherited_options
 from pytest_accel.judgement.drift import SEARCHED_NIGHTS, NightDrift, night_drifts
 from pytest_accel.judgement.gate import Gate, Launchers, Waited
-from pytest_accel.judgement.recorded import RecordedWord
+from pytest_accel.judgement.recorded_build import RecordedWord
 from pytest_accel.judgement.results import ResultsError
 from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.outputs.history_store import HistoryError, recent_figures
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.ranks import RankAgreement
 from pytest_accel.sittings.fresh import fresh_launcher
-from pytest_accel.sittings.recorded import measure_beside_recorded, recorded_commit
+from pytest_accel.sittings.recorded_build import measure_beside_recorded, recorded_commit
 from pytest_accel.storage.environments import EnvironmentStore
 from pytest_accel.storage.files import StoreError
 

@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-# The sitting's words in a verdict's reason (pytest_accel/judgement/recorded.py), for files written before each
+# The sitting's words in a verdict's reason (pytest_accel/judgement/recorded_build.py), for files written before each
 # verdict kept its sitting under ``beside_recorded``.
 BESIDE = re.compile(
     r"((?:confirmed|judged) beside commit \w+ in one sitting: [^;]*"

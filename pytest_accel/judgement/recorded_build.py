@@ -11,7 +11,7 @@ read slower (the machine's state, a neighbour, two processes apart), is measured
 ``pytest-accel ab`` sitting of that commit against this tree, in alternating fresh processes, so both
 builds meet the same host. The test fails only when the sitting says regressed; when it says
 unchanged, what moved since the recordings was the host. This module weighs the sitting's word;
-``sittings/recorded.py`` holds it.
+``sittings/recorded_build.py`` holds it.
 
 Not possible, and then the verdict stands on the earlier evidence, saying why: a baseline taken
 with local changes, a commit this clone does not hold (a shallow checkout), or an environment that

@@ -1,5 +1,5 @@
 """The recorded build measured beside this tree: whether its commit can be measured again as it was, and the
-``pytest-accel ab`` sitting that measures it (``judgement/recorded.py`` weighs the word; the gate decides when)."""
+``pytest-accel ab`` sitting that measures it (``judgement/recorded_build.py`` weighs its word; the gate, when)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pytest_accel.engine.processes import GitError, git, run_child
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.comparison import ComparisonError, load_comparison
 from pytest_accel.judgement.confirm import ChildSettings
-from pytest_accel.judgement.recorded import RecordedWord, word_from_comparison
+from pytest_accel.judgement.recorded_build import RecordedWord, word_from_comparison
 
 __all__ = ["measure_beside_recorded", "recorded_commit"]
 
