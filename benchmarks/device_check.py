@@ -8,7 +8,8 @@ On a CUDA machine, from the repository root (the wheels of ``benchmarks/device_w
         --out $OUT/check --check first --call 1
 
 ``--plan`` prints the checks (``device_sections.CHECKS``): the first, for the next lend, holds what has
-never run on a GPU; the second, for a later one, the full profile and the matrix. Each fits 10 minutes
+never run on a GPU; the second and third, for later ones, the matrix and the full profile, then the
+compiled rows. Each fits 10 minutes
 of device time with the machine's start, in calls under 5 minutes, each cut at its share: the sum of
 its sections' estimates (``--budget-minutes`` overrides it; every subprocess stops at the call's
 deadline). CPU dry mode (tiny sizes, what CI runs for every call, so the script cannot rot and each
@@ -64,6 +65,8 @@ SIZES = {
     "cuda": {"matmul": 8192, "sdpa": (2, 24, 4096 + 333, 64), "layernorm": (16384, 1536), "add": 1 << 20},
     "cpu": {"matmul": 256, "sdpa": (1, 4, 256, 64), "layernorm": (1024, 256), "add": 1 << 14},
 }
+# One sensitivity run of the two kernels (a pytest process): none starts with less of the call left.
+SENSITIVITY_RUN_SECONDS = 25
 SUITE_SUBSET = (
     "(test_attention_forward and not backward and (sdpa-flash or sdpa-cudnn) and (sd3-1024px-b16 or"
     " llama70b-prefill-4096)) or (test_joint_block and forward-1024-sdpa and not backward and not math)"
@@ -221,7 +224,7 @@ class Check:
         self.report.setdefault("calls", []).append({"started": started, "sections": []})
         self.dry = list(DRY_OPTIONS) if device == "cpu" else []
         self.modes = device_sections.ModeSections(
-            device, self.scratch, _pytest_command(device), self.run, _results, self.dry, _timeout_options
+            device, self.scratch, _pytest_command(device), self.run, _results, self.dry, _timeout_options, self.left
         )
 
     def left(self) -> float:
@@ -287,7 +290,7 @@ class Check:
                 *self.dry,
             ],
             self.scratch,
-            self.left() - 60,
+            device_sections.SECTION_SECONDS["timing"] - 15,  # then Timer and do_bench on the same kernels
         )
         ours = _results(result_file)
         torch_device = "cuda" if self.device == "cuda" else "cpu"
@@ -390,7 +393,7 @@ class Check:
                 *self.dry,
             ],
             ROOT,
-            self.left() - 90,
+            device_sections.SECTION_SECONDS["suite"] - 30,  # then the memory gate's and the oversized runs
             log=self.out / "suite_log.txt",
         )
         figures = {
@@ -467,7 +470,7 @@ class Check:
         rows: dict[str, list[dict[str, Any]]] = {}
         for index in range(runs):
             for scenario, every in INJECTED.items():  # interleaved: drift hits every scenario alike
-                if self.left() < 60:
+                if self.left() < SENSITIVITY_RUN_SECONDS:
                     break
                 result_file = self.scratch / f"sens-{every}-{index}.json"
                 self.run(

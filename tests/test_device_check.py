@@ -40,6 +40,7 @@ def test_what_has_never_run_on_a_gpu_is_in_the_first_check() -> None:
     first = {name for call in sections.check_calls("first") for name in call}
     assert {"graph", "cold", "throttle", "operators"} <= first
     assert {"full_profile", "matrix", "compile"}.isdisjoint(first)
+    assert sections.check_calls("third") == (("compile",),)  # two 2B compiles: a call, and a check, of their own
 
 
 def test_the_plan_prints_each_call_with_its_share(tmp_path: Path) -> None:

@@ -526,7 +526,8 @@ def test_the_bisect_page_of_a_range_that_did_not_get_slower() -> None:
 
 
 def test_the_summary_groups_unjudged_figures_by_the_rule_that_abstained_not_by_its_words() -> None:
-    """Two rules that happen to advise alike are two groups; one rule whose advice is worded per figure is one."""
+    """Two rules that happen to advise alike are two groups; one rule's figures with one remedy are one group, and
+    with another remedy (a setting to restore, a commit to sit beside) a group of their own."""
     quieter = "a quieter machine"
 
     def noisy(why: str, remedy: str, cause: Cause) -> Verdict:
@@ -535,10 +536,11 @@ def test_the_summary_groups_unjudged_figures_by_the_rule_that_abstained_not_by_i
     records = [
         _named("test_a", noisy("w1", quieter, Cause.STATE)),
         _named("test_b", noisy("w2", quieter, Cause.UNSTEADY)),
-        _named("test_c", noisy("w3", "cool it", Cause.STATE)),
+        _named("test_c", noisy("w3", quieter, Cause.STATE)),
+        _named("test_d", noisy("w4", "cool it", Cause.STATE)),
     ]  # fmt: skip
     lines = verdict_summary(records, f"{KEY}/smoke", updating=False)
     leads = [line for line in lines if line.startswith("accel:   to judge these")]
-    assert leads == [f"accel:   to judge these, {quieter}:", f"accel:   to judge these, {quieter}:"]
+    assert leads == [f"accel:   to judge these, {q}:" for q in (quieter, quieter, "cool it")]
     first_group = lines[lines.index(leads[0]) + 1 : lines.index(leads[0]) + 3]
     assert [line.split()[1] for line in first_group] == ["test_a", "test_c"]

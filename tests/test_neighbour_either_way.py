@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from test_neighbour import POLICY, QUIET, SHARED, baseline, beside, observation
 
 from pytest_accel.core.measurement import FOREIGN_CPU
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Sight
 from pytest_accel.judgement.verdict import judge_time
 
 
@@ -49,7 +49,7 @@ def test_an_unchanged_reading_beside_a_neighbour_that_made_the_test_look_faster_
         "at most 2%)"
     )
     assert verdict.detectable == pytest.approx(1.05 / 0.74 - 1)
-    assert verdict.sight == "what a neighbour could hide"
+    assert verdict.sight is Sight.NEIGHBOUR
 
 
 def test_a_neighbour_that_only_slowed_the_test_in_calibration_could_hide_as_much() -> None:

@@ -7,7 +7,7 @@ moves a few percent), so it is measured per test: ``--accel-calibrate`` runs the
 tests beside *the standard neighbour*, a second copy of the same tests in another ``pytest``
 process (launched detached), restarted whenever it ends. Each test's figure there, over its quiet
 recordings' median, is stored with its baseline entry (``BaselineEntry.calibration``); the verdict
-then judges a slowdown on a shared host only beyond that bound (``state.neighbour_bound``),
+then judges a slowdown on a shared host only beyond that bound (``neighbour.neighbour_bound``),
 instead of abstaining on all.
 
 The neighbour is another perf job on purpose, not a busy loop: a spinning thread takes a core and

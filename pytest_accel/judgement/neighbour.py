@@ -8,9 +8,9 @@ by what calibration (``--accel-calibrate``) measured of this test beside the sta
 
 - no calibration run covers a neighbour this busy: not judged, whichever way the figure reads (it
   waits for quiet: ``Abstention.waits``);
-- a slowdown is judged beyond the calibrated bound (``state.neighbour_bound``);
+- a slowdown is judged beyond the calibrated bound (``neighbour_bound``);
 - a speedup within how far the neighbour moved it is not claimed, and a slowdown that size could read
-  as none: it widens what the verdict could see (``state.neighbour_reach``; the neighbour's phase
+  as none: it widens what the verdict could see (``neighbour_reach``; the neighbour's phase
   decides which way it moves a test, so a move either way counts).
 
 ``covered_states``: beside a calibrated neighbour, the states its calibration runs saw count as
@@ -151,7 +151,7 @@ def _beyond_bound(
     policy: VerdictPolicy,
 ) -> Verdict | Beside:
     """A slowdown on a shared host, beside a neighbour its calibration covers (``bound``: the log move
-    and clause of ``state.neighbour_bound``): the noisy verdict when the bound could explain it, else
+    and clause of ``neighbour_bound``): the noisy verdict when the bound could explain it, else
     what it leaves to judge (Beside)."""
     ratio, half_width = estimate
     moved, why_moved = bound
@@ -205,7 +205,7 @@ def weigh_neighbour(
     shared: str,
     policy: VerdictPolicy,
 ) -> Verdict | Beside:
-    """A figure read while the host was shared (``shared``: ``state.host_shared``'s clause; ``estimate``:
+    """A figure read while the host was shared (``shared``: ``host_shared``'s clause; ``estimate``:
     the ratio and the log half-width of its interval): the noisy verdict when no calibration covers the
     neighbour or its bound could explain the slowdown, else what the neighbour leaves to judge."""
     ratio = estimate[0]

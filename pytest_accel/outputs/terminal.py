@@ -174,13 +174,14 @@ def _rows(unjudged: Sequence[Recorded], lead: str) -> list[str]:
     the name, the change it read when there was one, why, in columns; the first ``_REASONS_SHOWN``."""
     shown = unjudged[:_REASONS_SHOWN]
     names = short_names([display_name(r.test, r.measurement.name) for r in shown])
-    groups: dict[Cause, tuple[str, list[tuple[str, str, str]]]] = {}  # by the rule that abstained
+    # By the rule that abstained and its remedy (one rule may advise per figure: the commit, the setting to restore).
+    groups: dict[tuple[Cause, str], tuple[str, list[tuple[str, str, str]]]] = {}
     for record, name in zip(shown, names, strict=True):
         assert record.verdict is not None
         time = record.verdict.time
         short = time.abstention or Abstention(_clipped(time.reason), "see --accel-json", cause=Cause.UNNAMED)
         change = "" if time.ratio is None else format_percent_change(time.ratio)
-        groups.setdefault(short.cause, (short.remedy, []))[1].append((name, change, short.why))
+        groups.setdefault((short.cause, short.remedy), (short.remedy, []))[1].append((name, change, short.why))
     rows = [row for _, group in groups.values() for row in group]
     name_width = max(len(name) for name, _, _ in rows)
     change_width = max(len(change) for _, change, _ in rows)

@@ -51,7 +51,8 @@ def main(argv: list[str]) -> int:
                 if verdict.detectable is not None:
                     sights[mode].append(verdict.detectable)
                 sees = "-" if verdict.detectable is None else f"{verdict.detectable * 100:.1f}%"
-                row.append(f"{verdict.outcome.value:9s} sees {sees:6s} {verdict.sight or '-':26s}")
+                limit = verdict.sight.value if verdict.sight else "-"
+                row.append(f"{verdict.outcome.value:9s} sees {sees:6s} {limit:26s}")
             drift = drifts.get(key)
             moved = "-" if drift is None else f"{drift.spread * 100:.1f}%/{drift.nights}"
             print(f"  {key[0].split('[')[-1][:-1]:34s} drift {moved:9s} | {' | '.join(row)}")

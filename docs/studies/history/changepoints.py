@@ -117,7 +117,7 @@ def windowed_change_points(values: Sequence[float], tolerance: float = TOLERANCE
     return []
 
 
-# The detectors ``pytest-accel history --detector`` offers, by name.
+# The two detectors the study compares, by name (``pytest-accel history`` runs segmentation).
 DETECTORS: dict[str, Callable[[Sequence[float], float], list[ChangePoint]]] = {
     "segmentation": change_points,
     "windowed": windowed_change_points,

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_accel.judgement.changepoints import DETECTORS
+from changepoints import DETECTORS  # this folder: the two detectors compared
 
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.stats import mann_whitney_p

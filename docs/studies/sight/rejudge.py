@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
             runs = entry.run_medians if now and then else ()
             _, width = _ratio_interval(now or measurement.samples, then or entry.samples, runs, policy, pooled)
             parts = f"within ±{width.within * 100:4.1f}% between ±{width.between * 100:4.1f}% ({width.source})"
-            limit = verdict.sight or "-"
+            limit = verdict.sight.value if verdict.sight else "-"
             print(f"  {key[0].split('[')[-1][:-1]:34s} {verdict.outcome.value:9s} {sees:11s} {parts}  {limit}")
     if sights:
         print(f"median sight {statistics.median(sights) * 100:.1f}% over {len(sights)} figures")
