@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import device_sections
-
 
 def _percent(value: object) -> str:
     return "-" if value is None else f"{float(value) * 100:+.1f}%"  # type: ignore[arg-type]
@@ -83,7 +81,7 @@ def markdown(report: dict[str, Any]) -> str:
         for scenario, row in sens.items():
             lines.append(f"| {scenario} | {row['verdicts']} | {row['regressed']} | {row['noisy']} |")
         lines.append("")
-    lines += device_sections.markdown(report)
+    lines += _mode_sections(report)
     for index, call in enumerate(report.get("calls", []), 1):
         if "seconds" in call:
             held = "held to it" if call["held"] else "OVER it"
@@ -93,3 +91,72 @@ def markdown(report: dict[str, Any]) -> str:
         if isinstance(value, dict) and ("error" in value or "skipped" in value):
             lines.append(f"- {name}: {value.get('error') or value.get('skipped')}")
     return "\n".join(lines) + "\n"
+
+
+def _mode_sections(report: dict[str, Any]) -> list[str]:
+    """Markdown lines of the new sections found in ``report``."""
+    lines: list[str] = []
+    graph = report.get("graph", {})
+    if "fixture_eager_seconds" in graph:
+        cells = [graph.get(k) for k in ("fixture_eager_seconds", "fixture_graph_seconds", "do_bench_cudagraph_seconds")]
+        shown = [f"{c * 1e6:.2f} us" if isinstance(c, float) else "-" for c in cells]
+        lines += [
+            "## Graph replay vs eager (a launch-bound add of 1 Mi elements)",
+            "",
+            "| fixture eager | fixture graph | do_bench_cudagraph |",
+            "|---|---|---|",
+            f"| {' | '.join(shown)} |",
+            "",
+        ]
+        if "graph_refused_on_cpu" in graph:
+            lines += [f"graph mode refused on the CPU, naming why: {graph['graph_refused_on_cpu']}", ""]
+    cold = report.get("cold", {})
+    if "sets" in cold:
+        lines += ["## Cold vs warm", "", "| working set | warm | cold | cold / warm |", "|---|---|---|---|"]
+        for size, row in cold["sets"].items():
+            shown = [f"{row[k] * 1e6:.1f} us" if row.get(k) else "-" for k in ("warm", "cold")]
+            ratio = f"{row['cold_over_warm']:.2f}x" if row.get("cold_over_warm") else "-"
+            lines.append(f"| {size} | {shown[0]} | {shown[1]} | {ratio} |")
+        lines.append("")
+    throttle = report.get("throttle", {})
+    if "forced" in throttle:
+        forced = throttle["forced"]
+        lines += [
+            "## Throttle watch",
+            "",
+            f"clock: {throttle['clock']}",
+            f"forced (reading halved for two rounds, {forced['clock_source']}): {forced['throttled_rounds']} throttled,"
+            f" {forced['rounds_kept']} kept, waited {forced['waited_seconds']:.2f} s;"
+            f" discarded and retaken: {forced['discarded_and_retaken']}",
+        ]
+        heated = throttle.get("heated")
+        if heated:
+            lines.append(
+                f"heated: {heated['throttled_rounds']} throttled of {heated['rounds_kept']} kept; SM clock"
+                f" {heated['sm_clock_mhz_min_max']} MHz, max {heated['temperature_c_max']} C,"
+                f" {heated['power_w_max']} W"
+            )
+        lines.append("")
+    rows = (
+        ("full_profile", "Full profile within budget"),
+        ("matrix", "Support-matrix rows"),
+        ("compile", "Compiled rows"),
+    )
+    for name, title in rows:
+        section = report.get(name, {})
+        if "tests" not in section:
+            continue
+        lines += [
+            f"## {title} ({section['profile']} profile)",
+            "",
+            "| test | outcome | seconds | figure |",
+            "|---|---|---|---|",
+        ]
+        for test, row in section["tests"].items():
+            figure = f"{row['items_per_second']:.4g} {row['unit']}/s" if row.get("items_per_second") else "-"
+            outcome = row["outcome"] + (f" ({row['message'][:80]})" if row["message"] else "")
+            if "within_budget" in row:
+                outcome += f"; within {row['budget_seconds']:.0f} s: {row['within_budget']}"
+            lines.append(f"| {test} | {outcome} | {row['seconds']:.1f} | {figure} |")
+        lines.append("")
+    return lines

@@ -1,8 +1,8 @@
 """The accelerator check's sections for the kernel-time modes, the full profile and the support matrix.
 
 ``benchmarks/device_check.py`` runs them beside its own (timing, peaks, suite, sensitivity,
-operators); each is a method of ``ModeSections`` returning a JSON-ready dict, and ``markdown``
-renders what they found. On the CPU (dry mode) every one runs at tiny sizes, to keep it working:
+operators); each is a method of ``ModeSections`` returning a JSON-ready dict, and
+``device_report.py`` renders what they found. On the CPU (dry mode) every one runs at tiny sizes, to keep it working:
 
 - ``graph``: a launch-bound kernel (an elementwise add of 1 Mi elements, 5.9 us in do_bench on an
   H200) timed eager and with ``timing="graph"``, against triton's ``do_bench_cudagraph`` where
@@ -515,75 +515,6 @@ def _forced_throttle(device: Any, read: Callable[[], float] | None) -> dict[str,
         "waited_seconds": sum(waits),
         "discarded_and_retaken": len(result.samples) == 8 and result.throttled_rounds >= 1,
     }
-
-
-def markdown(report: dict[str, Any]) -> list[str]:
-    """Markdown lines of the new sections found in ``report``."""
-    lines: list[str] = []
-    graph = report.get("graph", {})
-    if "fixture_eager_seconds" in graph:
-        cells = [graph.get(k) for k in ("fixture_eager_seconds", "fixture_graph_seconds", "do_bench_cudagraph_seconds")]
-        shown = [f"{c * 1e6:.2f} us" if isinstance(c, float) else "-" for c in cells]
-        lines += [
-            "## Graph replay vs eager (a launch-bound add of 1 Mi elements)",
-            "",
-            "| fixture eager | fixture graph | do_bench_cudagraph |",
-            "|---|---|---|",
-            f"| {' | '.join(shown)} |",
-            "",
-        ]
-        if "graph_refused_on_cpu" in graph:
-            lines += [f"graph mode refused on the CPU, naming why: {graph['graph_refused_on_cpu']}", ""]
-    cold = report.get("cold", {})
-    if "sets" in cold:
-        lines += ["## Cold vs warm", "", "| working set | warm | cold | cold / warm |", "|---|---|---|---|"]
-        for size, row in cold["sets"].items():
-            shown = [f"{row[k] * 1e6:.1f} us" if row.get(k) else "-" for k in ("warm", "cold")]
-            ratio = f"{row['cold_over_warm']:.2f}x" if row.get("cold_over_warm") else "-"
-            lines.append(f"| {size} | {shown[0]} | {shown[1]} | {ratio} |")
-        lines.append("")
-    throttle = report.get("throttle", {})
-    if "forced" in throttle:
-        forced = throttle["forced"]
-        lines += [
-            "## Throttle watch",
-            "",
-            f"clock: {throttle['clock']}",
-            f"forced (reading halved for two rounds, {forced['clock_source']}): {forced['throttled_rounds']} throttled,"
-            f" {forced['rounds_kept']} kept, waited {forced['waited_seconds']:.2f} s;"
-            f" discarded and retaken: {forced['discarded_and_retaken']}",
-        ]
-        heated = throttle.get("heated")
-        if heated:
-            lines.append(
-                f"heated: {heated['throttled_rounds']} throttled of {heated['rounds_kept']} kept; SM clock"
-                f" {heated['sm_clock_mhz_min_max']} MHz, max {heated['temperature_c_max']} C,"
-                f" {heated['power_w_max']} W"
-            )
-        lines.append("")
-    rows = (
-        ("full_profile", "Full profile within budget"),
-        ("matrix", "Support-matrix rows"),
-        ("compile", "Compiled rows"),
-    )
-    for name, title in rows:
-        section = report.get(name, {})
-        if "tests" not in section:
-            continue
-        lines += [
-            f"## {title} ({section['profile']} profile)",
-            "",
-            "| test | outcome | seconds | figure |",
-            "|---|---|---|---|",
-        ]
-        for test, row in section["tests"].items():
-            figure = f"{row['items_per_second']:.4g} {row['unit']}/s" if row.get("items_per_second") else "-"
-            outcome = row["outcome"] + (f" ({row['message'][:80]})" if row["message"] else "")
-            if "within_budget" in row:
-                outcome += f"; within {row['budget_seconds']:.0f} s: {row['within_budget']}"
-            lines.append(f"| {test} | {outcome} | {row['seconds']:.1f} | {figure} |")
-        lines.append("")
-    return lines
 
 
 def save_section(out: Path, name: str, value: Any) -> None:
