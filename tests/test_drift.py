@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from nights import commit_of, night_document, write_night
 
-from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.outcomes import Outcome, Sight
 from pytest_accel.judgement.drift import DRIFT_NIGHTS, MIN_NIGHTS, UNSETTLED, NightDrift, night_drift, night_drifts
-from pytest_accel.judgement.sight import NIGHTS, between_run, limited_by
+from pytest_accel.judgement.sight import between_run, limited_by
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_time
 from pytest_accel.outputs.history_store import Stamp, archive, recent_figures
 from pytest_accel.outputs.terminal import history_line
@@ -95,7 +95,7 @@ def test_unchanged_code_that_drifted_between_nights_is_not_failed_for_it() -> No
     assert judge_time(now, baseline, POLICY).outcome is Outcome.REGRESSED
     drifted = judge_time(now, _observation(1.0, runs, NightDrift(0.05, 12, True)), POLICY)
     assert drifted.outcome is not Outcome.REGRESSED
-    assert drifted.sight == NIGHTS
+    assert drifted.sight == Sight.NIGHTS
     assert "limited by its drift between nights (SD 5.0% over its 12 newest nights at one level" in drifted.reason
 
 
@@ -108,7 +108,7 @@ def test_seconds_are_not_widened_by_a_drift_of_normalised_figures() -> None:
     runs = (1.0, 1.01, 0.995)
     now = Observation([1.1] * 30, (), None)
     baseline = Observation([1.0] * 30, (), None, runs, night_drift=NightDrift(0.2, 12, True))
-    assert judge_time(now, baseline, POLICY).sight != NIGHTS
+    assert judge_time(now, baseline, POLICY).sight != Sight.NIGHTS
 
 
 @given(st.floats(0.0, 0.3), st.floats(0.0, 0.3))
@@ -122,7 +122,7 @@ def test_the_nights_clause_in_full() -> None:
     from pytest_accel.judgement.sight import Width
 
     assert limited_by(Width(0.01, 0.12, "nights", 0.052, 3, 14), 0.0, 0.05) == (
-        NIGHTS,
+        Sight.NIGHTS,
         "; limited by its drift between nights (SD 5.2% over its 14 newest nights at one level in the history): "
         "unchanged code moves this much from night to night here; a steadier host narrows it",
     )

@@ -232,7 +232,6 @@ def test_the_detector_finds_a_clean_shift_and_nothing_in_a_flat_series() -> None
     assert found.index == 30 and found.ratio == pytest.approx(1.25) and found.p_value < 0.01
 
 
-
 def test_the_nightly_files_its_results_on_the_history_branch() -> None:
     """The nightly keeps no history in the Actions cache; it files each night onto accel-history and pushes."""
     yaml = pytest.importorskip("yaml")

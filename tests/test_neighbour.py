@@ -20,19 +20,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_accel.core.measurement import FOREIGN_CPU, Measurement
+from pytest_accel.core.measurement import CALIBRATED, FOREIGN_CPU, Measurement
 from pytest_accel.core.outcomes import Outcome, Verdict
-from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore, calibrated
-from pytest_accel.judgement.calibrate import calibrate_entries
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
+from pytest_accel.judgement.calibrate import calibrate_entries, calibrated
 from pytest_accel.judgement.results import Recorded
-from pytest_accel.judgement.verdict import (
-    CALIBRATED,
-    Observation,
-    VerdictPolicy,
-    VerdictRecord,
-    judge_time,
-    neighbour_bound,
-)
+from pytest_accel.judgement.rules.host_shared import neighbour_bound
+from pytest_accel.judgement.verdict import Observation, VerdictPolicy, VerdictRecord, judge_time
 from pytest_accel.outputs.terminal import verdict_summary
 from pytest_accel.storage.files import StoreError
 

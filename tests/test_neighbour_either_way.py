@@ -49,7 +49,7 @@ def test_an_unchanged_reading_beside_a_neighbour_that_made_the_test_look_faster_
         "at most 2%)"
     )
     assert verdict.detectable == pytest.approx(1.05 / 0.74 - 1)
-    assert verdict.sight is Sight.NEIGHBOUR
+    assert verdict.sight is Sight.HIDDEN
 
 
 def test_a_neighbour_that_only_slowed_the_test_in_calibration_could_hide_as_much() -> None:

@@ -12,17 +12,7 @@ from hypothesis import strategies as st
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Outcome, Sight, Verdict
 from pytest_accel.judgement.results import Recorded
-from pytest_accel.judgement.sight import (
-    FLOOR,
-    RECORDINGS,
-    ROUNDS,
-    STATE,
-    TYPICAL,
-    Source,
-    Width,
-    between_run,
-    limited_by,
-)
+from pytest_accel.judgement.sight import Source, Width, between_run, limited_by
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, VerdictRecord, judge_time
 from pytest_accel.outputs.terminal import verdict_summary
 
@@ -38,7 +28,7 @@ def _observation(centre: float, runs: tuple[float, ...] = ()) -> Observation:
 
 def test_a_figure_blind_from_its_recordings_says_so_and_what_would_narrow_it() -> None:
     verdict = judge_time(_observation(0.6467 * 0.98), _observation(0.6467, DECODE_RUNS), POLICY)
-    assert verdict.outcome is Outcome.UNCHANGED and verdict.sight == RECORDINGS
+    assert verdict.outcome is Outcome.UNCHANGED and verdict.sight == Sight.RECORDINGS
     assert verdict.reason.endswith(
         "; could see a slowdown of 15% or more; limited by the spread of its 3 recordings (SD 6.1% between "
         "processes): recordings at other times (--accel-update keeps up to 10) measure it better"
@@ -53,18 +43,18 @@ def test_a_figure_the_tolerance_limits_names_no_cause() -> None:
 @pytest.mark.parametrize(
     ("width", "shift", "cause", "clause"),
     [
-        (Width(0.09, 0.045, "floor", 0.02, 3), 0.0, ROUNDS,
+        (Width(0.09, 0.045, "floor", 0.02, 3), 0.0, Sight.ROUNDS,
          "; limited by this run's rounds against the baseline's (±9.4%): a longer --accel-measure-seconds narrows it"),
-        (Width(0.01, 0.055, "floor", 0.02, 1), 0.0, RECORDINGS,
+        (Width(0.01, 0.055, "floor", 0.02, 1), 0.0, Sight.RECORDINGS,
          "; limited by its one recording, which cannot show the spread between processes (SD 2.0% assumed): "
          "record it again (--accel-update)"),
-        (Width(0.02, 0.09, "typical", 0.04, 3), 0.0, TYPICAL,
+        (Width(0.02, 0.09, "typical", 0.04, 3), 0.0, Sight.TYPICAL,
          "; limited by the spread between processes typical of this baseline file (SD 4.0%): a quieter machine "
          "narrows it"),
-        (Width(0.04, 0.045, "floor", 0.02, 3), 0.0, FLOOR,
+        (Width(0.04, 0.045, "floor", 0.02, 3), 0.0, Sight.FLOOR,
          "; limited by the smallest spread between processes assumed for any test (SD 2.0%, measured on a quiet "
          "VM): its recordings agree more closely than that"),
-        (Width(0.02, 0.045, "floor", 0.02, 3), 0.08, STATE, ""),
+        (Width(0.02, 0.045, "floor", 0.02, 3), 0.08, Sight.STATE, ""),
     ],
 )  # fmt: skip
 def test_each_cause_in_full(width: Width, shift: float, cause: str, clause: str) -> None:
@@ -90,7 +80,7 @@ def test_a_cause_is_named_exactly_when_the_interval_sets_the_sight(
     width = Width(within, between, source, 0.02, runs)
     limit = limited_by(width, shift, 0.05)
     assert (limit is None) == (math.exp(width.half_width + shift) - 1 <= 0.05)
-    if limit is not None and limit[0] == ROUNDS:
+    if limit is not None and limit[0] == Sight.ROUNDS:
         assert within >= max(between, shift)
 
 
@@ -99,7 +89,12 @@ def test_the_summary_counts_what_limited_the_blind_figures() -> None:
         verdict = Verdict(Outcome.UNCHANGED, "time", "time +1%", 1.01, 0.9, 1.1, detectable=detectable, sight=sight)
         return Recorded("t::a", "passed", Measurement("x", 1.0, (0.1,)), VerdictRecord(verdict))
 
-    records = [recorded(0.06, None), recorded(0.15, RECORDINGS), recorded(0.21, RECORDINGS), recorded(0.12, ROUNDS)]
+    records = [
+        recorded(0.06, None),
+        recorded(0.15, Sight.RECORDINGS),
+        recorded(0.21, Sight.RECORDINGS),
+        recorded(0.12, Sight.ROUNDS),
+    ]
     records.append(recorded(0.3, None))
     assert verdict_summary(records, "cpu-k/smoke", updating=False)[-1] == (
         "accel: 1 of 5 judged figures could see a 10% slowdown; 4 only 12%-30% or more, limited by its recordings' "
@@ -108,8 +103,8 @@ def test_the_summary_counts_what_limited_the_blind_figures() -> None:
 
 
 def test_the_cause_survives_a_result_file_and_a_bad_one_is_refused() -> None:
-    verdict = Verdict(Outcome.UNCHANGED, "time", "time +1%", 1.01, 0.9, 1.1, detectable=0.15, sight=RECORDINGS)
-    assert Verdict.from_dict(verdict.to_dict(), "time").sight == RECORDINGS
+    verdict = Verdict(Outcome.UNCHANGED, "time", "time +1%", 1.01, 0.9, 1.1, detectable=0.15, sight=Sight.RECORDINGS)
+    assert Verdict.from_dict(verdict.to_dict(), "time").sight == Sight.RECORDINGS
     assert "sight" not in Verdict(Outcome.UNCHANGED, "time", "time +1%").to_dict()
     assert verdict.to_dict()["sight"] == "its recordings' spread"  # as the summary says it
     with pytest.raises(ValueError, match=r"time verdict: 'sight' must be one of \[.*\] or absent, got 3"):

@@ -23,14 +23,9 @@ from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore, state
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
 from pytest_accel.judgement.gate import NO_LAUNCHERS, REFUTED_LIMIT, Gate, GateMode
 from pytest_accel.judgement.results import Recorded
-from pytest_accel.judgement.verdict import (
-    Observation,
-    StateShift,
-    VerdictPolicy,
-    detectable_slowdown,
-    judge_time,
-    state_shift,
-)
+from pytest_accel.judgement.rules.case import StateShift
+from pytest_accel.judgement.rules.state import state_shift
+from pytest_accel.judgement.verdict import Observation, VerdictPolicy, detectable_slowdown, judge_time
 from pytest_accel.outputs.terminal import verdict_cell, verdict_summary
 from pytest_accel.storage.files import StoreError
 

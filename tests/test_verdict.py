@@ -408,7 +408,6 @@ def test_a_regression_against_one_recording_says_its_spread_between_processes_wa
 def test_an_abstention_travels_through_a_result_file_and_a_bad_one_is_named() -> None:
     """A confirmation child's noisy verdict reaches the parent's summary with its short form."""
 
-
     noisy = Verdict(
         Outcome.NOISY,
         "time",

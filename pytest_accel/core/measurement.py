@@ -11,6 +11,7 @@ from pytest_accel.core.operator_table import OperatorProfile
 from pytest_accel.core.stats import median, relative_spread
 
 __all__ = [
+    "CALIBRATED",
     "COLD",
     "DEFAULT_METRIC",
     "EAGER",
@@ -35,13 +36,15 @@ DEFAULT_METRIC = "throughput"  # the metric name of a test that takes one measur
 # The entry of ``Measurement.state`` that is not a probe's time: the share of the host's CPU time other
 # processes used during the measurement (engine/machine.py's HostShare; judged in judgement/verdict.py).
 FOREIGN_CPU = "foreign_cpu"
+# The key of a calibration run's compared figure in a baseline entry (its other keys: FOREIGN_CPU, the probes).
+CALIBRATED = "median"
 # An entry of ``Measurement.state`` set (to 1) when the state probes could not run (their buffers could not
 # be allocated, say after a test that ran out of memory): nothing is known of the machine's state.
 UNPROBED = "unprobed"
 # An entry of ``Measurement.state`` that is not a probe's time: the share (0..1) of the workload's call
 # time its own page faults took in the timed rounds (its minor faults per call, at what one fault cost
 # the fresh-pages probe). How far a change in what a page fault costs could move this workload: a
-# workload that faults nothing is not slowed by it (judgement/state.py). Absent where not counted.
+# workload that faults nothing is not slowed by it (judgement/rules/state.py). Absent where not counted.
 FAULT_SHARE = "fault_share"
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
-__all__ = ["PAIRED", "STRUCTURE", "TIME", "Abstention", "Cause", "Outcome", "Sight", "Verdict", "outcome_of"]
+__all__ = ["PAIRED", "STRUCTURE", "TIME", "Abstention", "Cause", "Outcome", "Rule", "Sight", "Verdict", "outcome_of"]
 
 
 class Outcome(enum.Enum):
@@ -48,6 +48,18 @@ def outcome_of(value: object, kind: tuple[Outcome, ...], what: str) -> Outcome:
         if outcome.value == value:
             return outcome
     raise ValueError(f"{what}: unknown outcome {value!r}")
+
+
+class Rule(enum.Enum):
+    """Which rule of the time and memory verdicts decided (judgement/rules/, in the order they are folded)."""
+
+    SAMPLES = "samples"  # nothing to compare, or the state probes could not run
+    UNSTEADY = "unsteady"  # the rounds spread too far
+    PROBE_DRIFT = "probe-drift"  # the reference kernel ran at another speed
+    STATE = "state"  # the machine's state could explain the reading
+    NEIGHBOUR = "neighbour"  # another process on the host could explain it
+    INTERVAL = "interval"  # the ratio's interval against the tolerance
+    MEMORY = "memory"  # peak memory against its tolerance
 
 
 class Cause(enum.Enum):
@@ -83,7 +95,7 @@ class Sight(enum.Enum):
     FLOOR = "the assumed spread between processes"
     ROUNDS = "this run's rounds"
     STATE = "the machine's state"
-    NEIGHBOUR = "what a neighbour could hide"
+    HIDDEN = "what a neighbour could hide"  # what a calibrated neighbour could hide
 
 
 @final
@@ -125,6 +137,7 @@ class Verdict:
     # What limits ``detectable`` when the interval rather than the tolerance sets it, in a few words
     # ("its recordings' spread"): the summary counts them (judgement/sight.py).
     sight: Sight | None = field(default=None, compare=False)
+    rule: Rule | None = field(default=None, compare=False)  # which rule decided; None: a gate's own step
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (result files, test reports)."""
@@ -139,6 +152,7 @@ class Verdict:
             "detectable": self.detectable,
             **({} if self.abstention is None else {"abstention": _abstention_json(self.abstention)}),
             **({} if self.sight is None else {"sight": self.sight.value}),
+            **({} if self.rule is None else {"rule": self.rule.value}),
         }
 
     @classmethod
@@ -159,8 +173,12 @@ class Verdict:
         if said is not None and said not in _SIGHTS:
             raise ValueError(f"{metric} verdict: 'sight' must be one of {sorted(_SIGHTS)} or absent, got {said!r}")
         sight = None if said is None else _SIGHTS[said]
+        named = data.get("rule")
+        if named is not None and named not in _RULES:
+            raise ValueError(f"{metric} verdict: 'rule' must be one of {sorted(_RULES)} or absent, got {named!r}")
+        rule = None if named is None else _RULES[named]
         figures = (ratio, low, high, p_value, normalized, detectable)
-        return cls(outcome, metric, reason, *figures, abstention=abstention, sight=sight)
+        return cls(outcome, metric, reason, *figures, abstention=abstention, sight=sight, rule=rule)
 
 
 _FIGURES = ("ratio", "low", "high", "p_value", "detectable")
@@ -178,6 +196,7 @@ def _abstention_json(abstention: Abstention) -> dict[str, Any]:
 
 _CAUSES = {cause.value: cause for cause in Cause}
 _SIGHTS = {sight.value: sight for sight in Sight}
+_RULES = {rule.value: rule for rule in Rule}
 
 
 def _abstention(value: object, where: str) -> Abstention | None:

@@ -3,7 +3,7 @@
 The reference kernel is timed in alternation with every workload, to tell machine drift from change.
 
 On a shared machine the raw time of a kernel drifts by tens of percent over minutes (clock, steal,
-neighbours); the ratio of a workload's round to an adjacent round of a fixed matmul on the same
+other jobs); the ratio of a workload's round to an adjacent round of a fixed matmul on the same
 device and threads cancels most of that drift (docs/measurements.md has the figures).
 """
 
@@ -61,7 +61,7 @@ def reference_kernel(device: Device) -> Callable[[], object]:
 
 
 # Machine-state probes beside the compute one (see ``state_probes``). CPU: a copy of 32 MiB (read
-# 32 + write 32: past any core's L2, into the shared last-level cache and DRAM that a neighbour
+# 32 + write 32: past any core's L2, into the shared last-level cache and DRAM that another job
 # also uses) and a gather of 128 Ki random floats from 64 MiB (latency-bound: what cache and
 # memory contention does to pointer-chasing and indexing kernels). Accelerators: a 128 MiB copy
 # (256 MiB of traffic, past the largest L2 of current GPUs) and 1 Mi floats gathered from 128 MiB:
@@ -98,7 +98,7 @@ def state_probes(device: Device) -> dict[str, Callable[[], object]]:
     """The machine-state probes: ``compute`` (the reference kernel), ``memory`` (a large copy), ``latency``
     (a random gather) and, on the CPU, ``fresh`` (mapping and touching fresh memory: page faults).
 
-    A neighbour that is itself a perf job (memory-bound kernels, allocation, processes) slows
+    Another job that is itself a perf job (memory-bound kernels, allocation, processes) slows
     memory- and latency-bound workloads far more than a compute-bound matmul: one probe cannot see
     that state. Each measurement times all three, so a verdict can tell when the machine is not in a
     state its baseline's recordings covered.
@@ -168,7 +168,7 @@ def _own_jiffies(proc: Path, pid: int) -> int:
 class HostShare:
     """How much of the host's CPU time other processes used while a measurement ran (Linux; else None).
 
-    A neighbour that is itself a perf job starves this job's worker processes and shares its
+    Another job that is itself a perf job starves this job's worker processes and shares its
     caches and memory without necessarily moving any timing probe; its CPU time shows it directly.
     ``start()`` then ``stop()`` -> the fraction of all CPUs' time spent outside this process and
     its children (0: alone; 0.5 on 2 cores: another process kept one core busy).
@@ -200,7 +200,7 @@ class HostShare:
 
 
 # The window over which other processes' share of the host is read while waiting for quiet: long enough
-# to average a neighbour's bursts, short enough that one leaving is seen within seconds.
+# to average another job's bursts, short enough that one leaving is seen within seconds.
 QUIET_WINDOW_SECONDS = 2.0
 
 

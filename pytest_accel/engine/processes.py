@@ -1,6 +1,6 @@
 """Every child process pytest-accel starts, and how each ends: the one home of process groups.
 
-A measuring child starts processes of its own (DataLoader workers, a torchrun rank, a neighbour):
+A measuring child starts processes of its own (DataLoader workers, a torchrun rank, the calibration's load):
 killing only the child would leave them running, competing with whatever is measured next. So a
 child is started in a new session, and when it overruns its time, or the parent is interrupted
 while it runs, its whole group gets SIGTERM, then SIGKILL. Who starts what:
@@ -10,7 +10,7 @@ while it runs, its whole group gets SIGTERM, then SIGKILL. Who starts what:
 - ``start_group``: a long-lived child spoken to over pipes (``ab``'s side workers), ended with
   ``kill_group``;
 - ``launch_detached`` / ``stop_detached``: a process that must not be this one's child (the
-  calibration's standard neighbour: the host-share meter counts children as this job's own);
+  calibration's standard load: the host-share meter counts children as this job's own);
 - ``git``: a git command, its output or a ``GitError`` with git's own words.
 
 Every child dies with this process however it ends, SIGKILL included, through its **lifeline**: a
@@ -18,11 +18,11 @@ pipe whose write end only this process holds (forks of it close their copy). Eac
 here inherits the read end, named by ``LIFELINE_ENV``; a pytest child with this plugin watches it
 (``watch_lifeline``), and at its end of file (every write end closed: this process exited, was
 killed, or crashed) kills its own process group, after removing the folder ``LIFELINE_REMOVE_ENV``
-names. Not a parent-death signal: the neighbour is deliberately not this process's child (its
+names. Not a parent-death signal: the calibration's load is deliberately not this process's child (its
 parent is a launcher that exits at once, and ``PR_SET_PDEATHSIG`` fires when the parent *thread*
 ends), and it would reach only the child, not its DataLoader workers. Not a process group shared
 with this one: a signal to this group would reach them, but nobody sends one to a SIGKILLed
-process's group, and the host-share meter must not count the neighbour as this process.
+process's group, and the host-share meter must not count that load as this process.
 
 The one process that cannot come through here is ``ab``'s worker itself (commands/abworker.py):
 it runs before a side's own copy of the package is imported, so it imports nothing of it.

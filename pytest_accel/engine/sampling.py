@@ -544,7 +544,7 @@ class _StateProbes:
         Each round follows one untimed call of its probe: a probe measures the machine, so it starts
         from its own warm caches, not from what the workload's round just left there (a workload
         whose footprint grew would otherwise evict the probe's buffers and read as a machine in
-        another state). A neighbour's traffic during the round still shows. On the 2-core VM this
+        another state). Another job's traffic during the round still shows. On the 2-core VM this
         did not change the readings measurably: there the gather's time relative to the matmul
         wandered by itself (1.34-1.92x between runs), which the verdict handles by bounding, not
         vetoing (docs/measurements.md, "Operator tables"). It costs one probe call per sample.

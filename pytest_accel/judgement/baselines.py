@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, final
 
 from pytest_accel.core.measurement import (
+    CALIBRATED,
     EAGER,
-    FAULT_SHARE,
     FOREIGN_CPU,
-    UNPROBED,
     WARM,
     Measurement,
     compared_samples,
@@ -33,7 +32,6 @@ from pytest_accel.core.validation import samples as _samples
 from pytest_accel.core.validation import show as _show
 from pytest_accel.core.validation import states as _states
 from pytest_accel.core.validation import text as _text
-from pytest_accel.judgement.neighbour import CALIBRATED
 from pytest_accel.judgement.spans import times as _times
 from pytest_accel.storage.entries import EntryFiles
 from pytest_accel.storage.files import StoreError
@@ -46,7 +44,6 @@ __all__ = [
     "SETUP_PROVENANCE",
     "BaselineEntry",
     "BaselineStore",
-    "calibrated",
     "mode_provenance",
     "provenance_changes",
     "run_history",
@@ -160,9 +157,9 @@ class BaselineEntry:
     # The latest recording's top operators per call (core/operator_table.py); None in entries recorded
     # before pytest-accel took them, or with --accel-operators=off: a regression then has no diff.
     operators: OperatorProfile | None = field(default=None, hash=False)
-    # Each calibration run beside the standard neighbour (--accel-calibrate), oldest first: its
-    # compared figure ("median", as in run_medians) and the share of the host's CPU other processes
-    # used ("foreign_cpu"). How far a neighbour moves this test: the verdict's neighbour bound.
+    # Each calibration run (--accel-calibrate, judgement/calibrate.py), oldest first: its compared
+    # figure ("median", as in run_medians), the share of the host's CPU other processes used
+    # ("foreign_cpu") and its state probes. Read by the verdict's rules/host_shared.py.
     calibration: tuple[Mapping[str, float], ...] = field(default=(), hash=False)
     # When each of the last recordings was taken (UTC, ISO 8601), oldest first, kept with run_medians;
     # entries written before times were kept have fewer (judgement/spans.py: what drift they can hold).
@@ -362,33 +359,6 @@ def time_history(
         return (now,)
     assert previous is not None
     return (*previous.run_times, now)[-MAX_RUN_HISTORY:]
-
-
-def calibrated(previous: BaselineEntry, measurement: Measurement, margin: float) -> BaselineEntry | str:
-    """``previous`` with ``measurement`` (taken beside the standard neighbour) added as a calibration run,
-    or why it cannot be: a figure of another workload, or a neighbour that did not load the host.
-
-    ``margin``: how much more of the host's CPU other processes must have used than in any quiet
-    recording for the run to say anything about a neighbour (the verdict's foreign_cpu_margin).
-    """
-    share = measurement.state.get(FOREIGN_CPU)
-    quiet = max((state[FOREIGN_CPU] for state in previous.run_states if FOREIGN_CPU in state), default=0.0)
-    if bool(previous.probe_samples) != bool(measurement.probe_samples):
-        return "the baseline and this run differ in whether they have probe samples"
-    if previous.unit != measurement.unit or previous.items_per_call != measurement.items_per_call:
-        return "the workload changed since the baseline was recorded: record it again first"
-    if share is None or share <= quiet + margin:
-        shown = "unknown" if share is None else f"{share:.0%}"
-        return (
-            f"the neighbour used {shown} of the host's CPU: not more than the quiet recordings' "
-            f"{quiet:.0%} + {margin:.0%}"
-        )
-    # The run's state probes too: the state a neighbour puts the machine in is covered by this run's
-    # figure, so a verdict beside a neighbour compares the state now with these as well (verdict.py).
-    not_probes = (FOREIGN_CPU, UNPROBED, FAULT_SHARE)
-    probes = {name: s for name, s in measurement.state.items() if name not in not_probes and s > 0}
-    run = {**probes, CALIBRATED: median(measurement.compared_samples), FOREIGN_CPU: share}
-    return replace(previous, calibration=(*previous.calibration, run)[-MAX_RUN_HISTORY:])
 
 
 def _continues(

@@ -53,7 +53,7 @@ class FreshVerdict:
 @final
 @dataclass(frozen=True)
 class ChildSettings:
-    """What a child pytest (a confirmation, the calibration's neighbour) needs to measure and judge
+    """What a child pytest (a confirmation, the calibration's standard load) needs to measure and judge
     exactly as this run does: the resolved device, and this run's value of every setting that
     decides a figure or a verdict, as ini overrides (``options.AccelOptions.child_settings`` lists them)."""
 

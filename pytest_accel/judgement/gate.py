@@ -30,7 +30,8 @@ from pytest_accel.judgement.conclusion import GateResult, failure_lines
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
 from pytest_accel.judgement.drift import NightDrift
 from pytest_accel.judgement.recorded_build import RecordedWord, with_recorded_word, worth_a_sitting
-from pytest_accel.judgement.state import StateShift, state_shift
+from pytest_accel.judgement.rules.case import StateShift
+from pytest_accel.judgement.rules.state import state_shift
 from pytest_accel.judgement.structures import RECORD_HINT
 from pytest_accel.judgement.verdict import (
     Observation,
@@ -66,7 +67,7 @@ __all__ = [
 EXTEND_MEASUREMENTS = 4
 # After this many suspects of one run were refuted by a fresh process (it measured and disagreed), the
 # run's process-level bias is shown: later suspects are reported noisy at once, not re-measured in yet
-# another process each (on a 2-core VM with a neighbour that storm took a 3-minute suite to 16 minutes).
+# another process each (on a 2-core VM with a second job beside it that storm took a 3-minute suite to 16 minutes).
 REFUTED_LIMIT = 2
 # What would let a figure the gate itself left unjudged be judged.
 _COOL = "cool the device or lower its load"
@@ -189,7 +190,7 @@ def run_gate(
     child's one reading is its parent's to weigh); an undecided one is still extended.
 
     A suspect the first measurement could not decide (slower beyond the tolerance, but its interval
-    too wide, or within what a neighbour could explain) is measured again, up to EXTEND_MEASUREMENTS
+    too wide, or within what a shared host could explain) is measured again, up to EXTEND_MEASUREMENTS
     times, and judged on all its rounds pooled until it is decided. Such a group of measurements
     has re-measured already: it is then confirmed once, by a group of the same size. A confirmation
     that cannot decide is extended the same way.
@@ -236,8 +237,8 @@ def run_gate(
         batch = [remeasure() for _ in range(group)]
         confirmation = judge(batch)
         # A confirmation that cannot decide is extended as the first measurement was: beside a
-        # neighbour one measurement's interval is wide enough to leave a planted slowdown "noisy" after
-        # a first reading that called it (docs/sensitivity.md, docs/studies/neighbour-bound).
+        # second job one measurement's interval is wide enough to leave a planted slowdown "noisy" after
+        # a first reading that called it (docs/sensitivity.md).
         while _undecided_suspect(confirmation, policy.tolerance) and len(batch) <= EXTEND_MEASUREMENTS:
             batch.append(remeasure())
             confirmation = judge(batch)
@@ -267,7 +268,7 @@ def reread(first: Verdict, again: Verdict, tolerance: float) -> Verdict:
 
 
 def _undecided_suspect(verdict: Verdict, tolerance: float) -> bool:
-    """Slower beyond the tolerance, but not called: an interval too wide, or a neighbour's bound too close."""
+    """Slower beyond the tolerance, but not called: an interval too wide, or a shared host's bound too close."""
     return (
         verdict.outcome in (Outcome.UNCHANGED, Outcome.NOISY)
         and verdict.ratio is not None
@@ -289,7 +290,7 @@ class GateMode:
     # A fresh pytest process confirms a regression; None when this run may not spawn one (turned off,
     # under torchrun, or this process is itself a confirmation child).
     fresh_process: ChildSettings | None = None
-    # Seconds this run may wait, in all, for a neighbour to leave before measuring a figure again that
+    # Seconds this run may wait, in all, for another job to leave before measuring a figure again that
     # abstained because of it (Gate.judge); 0: never wait.
     quiet_wait_seconds: float = 0.0
     # A confirmation child: its one reading (extended while undecided) is the parent's to weigh, which
@@ -485,7 +486,7 @@ class Gate:
         processes use no more of the host than its recordings saw (plus ``margin``) and the state probes
         are back within what they saw (``settle``), within what is left of the run's waiting budget.
 
-        A neighbour that leaves (a build, another job) then costs a wait instead of the figure; one that
+        Another job that leaves (a build, a test run) then costs a wait instead of the figure; one that
         stays leaves the abstention as it was, saying that it waited.
         """
         assert self._quiet is not None
@@ -525,7 +526,7 @@ class Gate:
         verdict = with_fresh_confirmation(suspect, fresh, tolerance)
         # Refuted: the fresh process measured and disagreed. One that abstained (its machine state not
         # covered), could not tell or could not run said nothing of this process's bias: counting those
-        # made three confirmed slowdowns "noisy" beside a neighbour that had left (docs/studies/quiet-wait).
+        # made three confirmed slowdowns "noisy" beside a job that had left (docs/studies/quiet-wait).
         if verdict.outcome is Outcome.UNCHANGED or fresh.outcome is Outcome.IMPROVED:
             self.refuted += 1
         return verdict, fresh

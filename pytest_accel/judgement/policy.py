@@ -28,8 +28,8 @@ class VerdictPolicy:
     # power ((2.58 / 1.96)²).
     confidence: float = 0.95
     # Noisy when the now-spread (IQR/median) of the compared samples exceeds both the floor and
-    # factor x the baseline's spread: the floor lies between a quiet run's spread and a busy neighbour's.
-    # Measured on the 2-core VM: quiet runs 4-12%, beside a busy neighbour 20-60% (docs/sensitivity.md).
+    # factor x the baseline's spread: the floor lies between a quiet run's spread and a busy second job's.
+    # Measured on the 2-core VM: quiet runs 4-12%, beside a busy second job 20-60% (docs/sensitivity.md).
     noisy_spread_floor: float = 0.25
     noisy_spread_factor: float = 3.0
     # Smallest run-to-run spread (SD of log medians) assumed between processes, whatever the
@@ -39,7 +39,7 @@ class VerdictPolicy:
     between_run_floor: float = 0.02
     # Noisy when the reference kernel runs this many times faster or slower than when the baseline
     # was recorded: quiet runs stayed within 0.76-1.5x, so 2x means a different machine state
-    # (throttling, a neighbour hogging the device, another build of torch's matmul).
+    # (throttling, another job hogging the device, another build of torch's matmul).
     probe_drift_limit: float = 2.0
     # Above this state shift (log scale) a verdict is noisy rather than merely wider: the tolerance
     # itself (None) or a fixed figure. Below it, the shift widens the interval (rule 3).

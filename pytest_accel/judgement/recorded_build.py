@@ -7,7 +7,7 @@ fresh process of the same build reads the same moved level. The build that was r
 measured again, now, beside this one: when the baseline names a clean commit of this repository and
 nothing else of the environment changed since (torch, CUDA, the Habana plugin, the device model), a
 regression the gate and the fresh process confirmed, or a figure the gate left unjudged while it
-read slower (the machine's state, a neighbour, two processes apart), is measured as a
+read slower (the machine's state, another job, two processes apart), is measured as a
 ``pytest-accel ab`` sitting of that commit against this tree, in alternating fresh processes, so both
 builds meet the same host. The test fails only when the sitting says regressed; when it says
 unchanged, what moved since the recordings was the host. This module weighs the sitting's word;
@@ -76,7 +76,7 @@ _UNTOLD = "the recorded build beside this one could not tell"
 
 def worth_a_sitting(verdict: Verdict, tolerance: float) -> bool:
     """Whether a sitting beside the recorded build could settle ``verdict``: a confirmed regression, or a figure
-    left unjudged while it read slower than ``tolerance`` (or gave no reading: the machine's state, a neighbour,
+    left unjudged while it read slower than ``tolerance`` (or gave no reading: the machine's state, another job,
     two processes too far apart). Not a throttled device: both builds would meet its clock alike."""
     if verdict.outcome is Outcome.REGRESSED:
         return True

@@ -20,14 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, final
 
+from pytest_accel.core import wording
 from pytest_accel.core.outcomes import Sight
 from pytest_accel.core.stats import z_score
 from pytest_accel.judgement.drift import NightDrift
-from pytest_accel.judgement.state import StateShift
 
-# The short causes a summary counts (``Sight``); the verdict's clause says them in full.
-RECORDINGS, NIGHTS, TYPICAL, FLOOR = Sight.RECORDINGS, Sight.NIGHTS, Sight.TYPICAL, Sight.FLOOR
-ROUNDS, STATE, NEIGHBOUR = Sight.ROUNDS, Sight.STATE, Sight.NEIGHBOUR
 Source = Literal["recordings", "nights", "typical", "floor"]  # which SD set the between-process part
 
 
@@ -79,61 +76,26 @@ def limited_by(
 ) -> tuple[Sight, str] | None:
     """(the short cause, the clause) of the widest part of the interval, when the interval rather than
     the tolerance sets the sight; None when the tolerance does. The state's part is linear on the slow
-    side, as is what a calibrated neighbour could hide (``hidden``, log) or a state faster than the
+    side, as is what a calibrated load could hide (``hidden``, log) or a state faster than the
     recordings' (``faster_shift``); the others add in quadrature, so each is compared by what it alone
     would give."""
     if hidden == 0 and faster_shift == 0 and math.exp(width.half_width + slower_shift) - 1 <= tolerance:
         return None
     between = {
-        "recordings": RECORDINGS,
-        "nights": NIGHTS,
-        "typical": TYPICAL,
-        "floor": FLOOR if width.runs > 1 else RECORDINGS,
+        "recordings": Sight.RECORDINGS,
+        "nights": Sight.NIGHTS,
+        "typical": Sight.TYPICAL,
+        "floor": Sight.FLOOR if width.runs > 1 else Sight.RECORDINGS,
     }
     state = slower_shift + (faster_shift if faster_shift > hidden else 0.0)  # the larger of the two hides
-    parts = {ROUNDS: width.within, between[width.source]: width.between, STATE: state, NEIGHBOUR: hidden}
+    parts = {Sight.ROUNDS: width.within, between[width.source]: width.between, Sight.STATE: state, Sight.HIDDEN: hidden}
     cause = max(parts, key=lambda name: parts[name])
-    if cause in (STATE, NEIGHBOUR):
+    if cause in (Sight.STATE, Sight.HIDDEN):
         return cause, ""  # each has its own clause ("widened by ...")
-    sd = f"SD {width.spread * 100:.1f}%"  # of the log figure: about the relative SD
-    if cause == ROUNDS:
-        why = f"this run's rounds against the baseline's (±{math.expm1(width.within) * 100:.1f}%)"
-        remedy = "a longer --accel-measure-seconds narrows it"
-    elif cause == RECORDINGS and width.runs == 1:
-        why = f"its one recording, which cannot show the spread between processes ({sd} assumed)"
-        remedy = "record it again (--accel-update)"
-    elif cause == RECORDINGS:
-        why = f"the spread of its {width.runs} recordings ({sd} between processes)"
-        remedy = "recordings at other times (--accel-update keeps up to 10) measure it better"
-    elif cause == NIGHTS:
-        why = f"its drift between nights ({sd} over its {width.nights} newest nights at one level in the history)"
-        remedy = "unchanged code moves this much from night to night here; a steadier host narrows it"
-    elif cause == TYPICAL:
-        why = f"the spread between processes typical of this baseline file ({sd})"
-        remedy = "a quieter machine narrows it"
-    else:
-        why = f"the smallest spread between processes assumed for any test ({sd}, measured on a quiet VM)"
-        remedy = "its recordings agree more closely than that"
-    return cause, f"; limited by {why}: {remedy}"
+    return cause, wording.limited_by(cause, width.spread, width.within, width.runs, width.nights)
 
 
 def detectable_slowdown(half_width: float, tolerance: float, explained: float = 0.0) -> float:
     """The smallest slowdown a verdict with this interval can call: beyond the tolerance (with the part a
-    calibrated neighbour explains, log, taken off) and the interval."""
+    calibrated load explains, log, taken off) and the interval."""
     return max((1 + tolerance) * math.exp(explained), math.exp(half_width)) - 1
-
-
-def could_see(detectable: float, shift: StateShift, shared: str, limit: str, hidden: str = "") -> str:
-    """The clause an unchanged verdict ends with: the smallest slowdown it could have called, and why
-    (``hidden``: the clause of what a calibrated neighbour could hide, judgement/neighbour.py)."""
-    sees = f"; could see a slowdown of {detectable * 100:.0f}% or more{limit}"
-    if shift.slower > 0:
-        sees += f" (widened by {math.expm1(shift.slower) * 100:.1f}%: {shift.why_slower})"
-    if hidden:
-        sees += f" ({hidden})"
-    if shared:
-        sees += f"; the host was shared: {shared}"
-    if shift.faster > 0:  # a speedup the machine's state could explain is not claimed, nor a slowdown it hides
-        hides = "" if hidden else ", and a slowdown that size could hide"  # the neighbour's clause said it
-        sees += f"; a speedup up to {math.expm1(shift.faster) * 100:.1f}% is not claimed{hides}: {shift.why_faster}"
-    return sees

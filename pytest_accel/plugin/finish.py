@@ -173,7 +173,7 @@ class RunFiles:
         save_results(path, document)
 
     def write_calibration(self) -> None:
-        """``--accel-calibrate``: each measured test's move beside the standard neighbour, into its entry."""
+        """``--accel-calibrate``: each measured test's move beside the standard load, into its entry."""
         measured = [r for r in self.recorded if not r.measurement.disabled]
         entries, skipped = calibrate_entries(
             [(r.test, r.measurement) for r in measured], self.baselines(), self.options.policy.foreign_cpu_margin
@@ -254,7 +254,7 @@ def summary_lines(
     orphans: Sequence[tuple[str, tuple[str, ...]]] = (),
 ) -> list[tuple[str, bool]]:
     """(line, red) of the run's end: its table of measurements and the verdicts' summary (on device
-    ``key``), the traces written, where the results went, the run's problems (a neighbour that failed)
+    ``key``), the traces written, where the results went, the run's problems (a calibration load that failed)
     and the outputs ``RunFiles.write`` could not write."""
     recording = options.update or options.calibrate  # verdicts are reported, not enforced
     table = [*measurement_table(recorded), *verdict_summary(recorded, f"{key}/{options.profile}", recording)]

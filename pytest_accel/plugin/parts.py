@@ -204,7 +204,7 @@ class RunParts:
         return accept_command(test, invocation.args, paths, invocation.dir, config.rootpath, record)
 
     def child_settings(self) -> ChildSettings:
-        """What a child pytest (a confirmation, the calibration's neighbour) needs to measure as this run does."""
+        """What a child pytest (a confirmation, the calibration's load) needs to measure as this run does."""
         device, invocation = self.device(), self.config.invocation_params
         return self.options.child_settings(
             device.kind, getattr(device, "threads", None), inherited_options(invocation.args, invocation.dir)

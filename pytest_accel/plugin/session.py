@@ -27,7 +27,7 @@ from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.parts import RunParts
 from pytest_accel.plugin.plans import operator_plan, structure_plan, takes_structures
 from pytest_accel.plugin.status import LiveStatus
-from pytest_accel.sittings.calibrate import StandardNeighbour
+from pytest_accel.sittings.calibrate import StandardLoad
 
 __all__ = ["PERF_FIXTURE", "AccelSession", "is_perf_item"]
 
@@ -63,11 +63,11 @@ class AccelSession:
         self.reports = parts.world is None or parts.world.rank == 0  # only rank 0 prints and writes
         self.recorded: list[Recorded] = []
         self.traces: list[Path] = []  # --accel-trace files written by this run
-        self.problems: list[str] = []  # what went wrong beside the tests (a neighbour), shown under the table
+        self.problems: list[str] = []  # what went wrong beside the tests (the calibration load)
         self.unwritten: list[tuple[str, str]] = []  # (what, why) of the outputs sessionfinish could not write
         self.collected: set[str] = set()  # every test collected, selected or not
         self.figures = RunFigures(parts.device, parts.store, options.profile, parts.world_size)
-        self.neighbour: StandardNeighbour | None = None  # --accel-calibrate's, while it runs
+        self.load: StandardLoad | None = None  # --accel-calibrate's, while it runs
         if options.device != "auto":
             parts.device()  # an explicit request is checked before anything runs (exit code 4)
 
@@ -162,12 +162,12 @@ class AccelSession:
         self.collected.update(item.nodeid for item in items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """``--accel-calibrate``: start the standard neighbour. ``--accel-stale`` / ``--accel-prune``: list
+        """``--accel-calibrate``: start the standard load. ``--accel-stale`` / ``--accel-prune``: list
         (and remove) entries of tests that no longer exist."""
         options, parts = self.options, self.parts
         self.collected.update(item.nodeid for item in session.items)
         if options.calibrate and parts.world is None and not hasattr(self.config, "workerinput"):
-            self._start_neighbour([item.nodeid for item in session.items if is_perf_item(item)])
+            self._start_load([item.nodeid for item in session.items if is_perf_item(item)])
         if not options.stale or hasattr(self.config, "workerinput"):
             return
         if self.config.option.keyword or self.config.option.markexpr:
@@ -177,13 +177,13 @@ class AccelSession:
         lines = stale_lines(parts.store, where, recorded, collected, self.config.rootpath, options.prune)
         pytest.exit("\n".join(lines), returncode=0)
 
-    def _start_neighbour(self, tests: list[str]) -> None:
+    def _start_load(self, tests: list[str]) -> None:
         if not tests or in_fresh_process():
             return
-        self.neighbour = StandardNeighbour(tests, self.config.rootpath, self.parts.child_settings())
-        self.neighbour.start()
+        self.load = StandardLoad(tests, self.config.rootpath, self.parts.child_settings())
+        self.load.start()
         if (reporter := self.config.pluginmanager.get_plugin("terminalreporter")) is not None:
-            reporter.write_line(f"accel: {self.neighbour.description()}")
+            reporter.write_line(f"accel: {self.load.description()}")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect measurements from the reports of call phases (and of setups that skipped)."""
@@ -220,10 +220,10 @@ class AccelSession:
         is named under it, and the run exits 4 (a usage error: the run's figures stand). Under
         torchrun, ``ranks.RankAgreement`` has waited for every rank to finish first.
         """
-        if self.neighbour is not None:
-            self.neighbour.stop()
-            if self.neighbour.failure:
-                self.problems.append(f"accel: {self.neighbour.failure}: the calibration may not have seen it")
+        if self.load is not None:
+            self.load.stop()
+            if self.load.failure:
+                self.problems.append(f"accel: {self.load.failure}: the calibration may not have seen it")
         if hasattr(self.config, "workerinput") or not self.reports:
             return
         reporter, parts = self.config.pluginmanager.get_plugin("terminalreporter"), self.parts

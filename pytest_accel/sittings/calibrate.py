@@ -15,7 +15,7 @@ from typing import final
 from pytest_accel.engine.processes import LIFELINE_REMOVE_ENV, alive, launch_detached, stop_detached
 from pytest_accel.judgement.confirm import FRESH_PROCESS_ENV, ChildSettings
 
-__all__ = ["StandardNeighbour"]
+__all__ = ["StandardLoad"]
 
 # How often the watcher checks that the neighbour still runs (and restarts it when it has ended).
 _POLL_SECONDS = 0.5
@@ -24,7 +24,7 @@ _STOP_GRACE_SECONDS = 10.0
 
 
 @final
-class StandardNeighbour:
+class StandardLoad:
     """This run's perf tests, run again and again by another pytest beside it, writing nothing of ours.
 
     Started before the first measurement and stopped at the end of the run. It is launched detached

@@ -16,7 +16,8 @@ from pathlib import Path
 from pytest_accel.judgement.baselines import BaselineStore
 from pytest_accel.judgement.gate import _observation
 from pytest_accel.judgement.results import load_results
-from pytest_accel.judgement.verdict import VerdictPolicy, _ratio_interval, judge_time, pooled_run_spread
+from pytest_accel.judgement.rules.case import Case
+from pytest_accel.judgement.verdict import VerdictPolicy, judge_time, pooled_run_spread
 
 
 def main(argv: list[str]) -> int:
@@ -36,9 +37,7 @@ def main(argv: list[str]) -> int:
             sees = "" if verdict.detectable is None else f"sees {verdict.detectable * 100:4.1f}%"
             if verdict.detectable is not None:
                 sights.append(verdict.detectable)
-            now, then = _observation(measurement).normalized, _observation(entry).normalized
-            runs = entry.run_medians if now and then else ()
-            _, width = _ratio_interval(now or measurement.samples, then or entry.samples, runs, policy, pooled)
+            _, width = Case(_observation(measurement), _observation(entry, pooled), policy).estimate
             parts = f"within ±{width.within * 100:4.1f}% between ±{width.between * 100:4.1f}% ({width.source})"
             limit = verdict.sight.value if verdict.sight else "-"
             print(f"  {key[0].split('[')[-1][:-1]:34s} {verdict.outcome.value:9s} {sees:11s} {parts}  {limit}")
