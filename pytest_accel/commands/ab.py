@@ -175,6 +175,7 @@ class Track:
     log_ratios: list[float] = field(default_factory=list)
     verdict: PairedVerdict = field(default_factory=lambda: PairedVerdict(Outcome.PENDING, 0))
     operators: tuple[str, ...] = ()  # a regression's operator diff, base -> head (Sitting.explain)
+    failed_on: str = ""  # the side ("base" or "head") whose run of this test failed; "" when none did
 
     @property
     def memory(self) -> Verdict | None:
@@ -321,9 +322,9 @@ class Sitting:
             for test in run.failed:
                 for key, track in self.tracks.items():
                     if key[0] == test and track.verdict.outcome is Outcome.PENDING:
-                        track.verdict = self._error(name, test, run)
+                        track.verdict, track.failed_on = self._error(name, test, run), name
                 if not any(key[0] == test for key in self.tracks):
-                    self.tracks[(test, "-")] = Track((test, "-"), verdict=self._error(name, test, run))
+                    self.tracks[(test, "-")] = Track((test, "-"), verdict=self._error(name, test, run), failed_on=name)
 
     def _error(self, name: str, test: str, run: ProcessRun) -> PairedVerdict:
         return PairedVerdict(Outcome.ERROR, self.pairs, reason=f"{name}: {test} failed (see {run.log})")
@@ -331,7 +332,7 @@ class Sitting:
     def _step(self, track: Track, key: Key, runs: Mapping[str, ProcessRun], measured: Mapping[str, Any]) -> None:
         failed = [name for name, run in runs.items() if key[0] in run.failed]
         if failed:
-            track.verdict = self._error(failed[0], key[0], runs[failed[0]])
+            track.verdict, track.failed_on = self._error(failed[0], key[0], runs[failed[0]]), failed[0]
             return
         base, head = measured["base"].get(key), measured["head"].get(key)
         if base is None or head is None:
@@ -422,12 +423,11 @@ class Sitting:
                 self.tracks[key].operators = tuple(explain(base.operators, head.operators, measured))
 
     def exit_code(self) -> int:
-        outcomes = [(t.verdict.outcome, t.verdict.reason) for t in self.tracks.values()]
         if any(track.regressed for track in self.tracks.values()):
             return EXIT_REGRESSED
-        if any(outcome is Outcome.ERROR and reason.startswith("base") for outcome, reason in outcomes):
-            return EXIT_USAGE
-        if any(outcome in (Outcome.ERROR, Outcome.INCONCLUSIVE) for outcome, _ in outcomes):
+        if any(t.verdict.outcome is Outcome.ERROR and t.failed_on == "base" for t in self.tracks.values()):
+            return EXIT_USAGE  # the base build cannot run the test: the sitting's setup, not the change
+        if any(t.verdict.outcome in (Outcome.ERROR, Outcome.INCONCLUSIVE) for t in self.tracks.values()):
             return EXIT_INCONCLUSIVE
         if not any(track.log_ratios for track in self.tracks.values()):
             return EXIT_USAGE  # a sitting that compared nothing must never pass
