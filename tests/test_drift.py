@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from nights import commit_of, night_document, write_night
 
-from pytest_accel.core.outcomes import Outcome, Sight
+from pytest_accel.core import wording
+from pytest_accel.core.outcomes import Outcome, Rule, Sight
 from pytest_accel.judgement.drift import DRIFT_NIGHTS, MIN_NIGHTS, UNSETTLED, NightDrift, night_drift, night_drifts
 from pytest_accel.judgement.sight import between_run, limited_by
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_time
@@ -94,9 +95,10 @@ def test_unchanged_code_that_drifted_between_nights_is_not_failed_for_it() -> No
     baseline, now = _observation(1.0, runs), _observation(1.10)
     assert judge_time(now, baseline, POLICY).outcome is Outcome.REGRESSED
     drifted = judge_time(now, _observation(1.0, runs, NightDrift(0.05, 12, True)), POLICY)
-    assert drifted.outcome is not Outcome.REGRESSED
+    assert drifted.outcome is not Outcome.REGRESSED and drifted.rule is Rule.INTERVAL
     assert drifted.sight == Sight.NIGHTS
-    assert "limited by its drift between nights (SD 5.0% over its 12 newest nights at one level" in drifted.reason
+    # the clause names the drift's figures: SD 5.0% over 12 nights
+    assert wording.limited_by(Sight.NIGHTS, 0.05, 0.0, len(runs), 12) in drifted.reason
 
 
 def test_a_slowdown_beyond_the_drift_still_fails() -> None:
@@ -121,11 +123,8 @@ def test_a_drift_never_narrows_a_bound(drift: float, own: float) -> None:
 def test_the_nights_clause_in_full() -> None:
     from pytest_accel.judgement.sight import Width
 
-    assert limited_by(Width(0.01, 0.12, "nights", 0.052, 3, 14), 0.0, 0.05) == (
-        Sight.NIGHTS,
-        "; limited by its drift between nights (SD 5.2% over its 14 newest nights at one level in the history): "
-        "unchanged code moves this much from night to night here; a steadier host narrows it",
-    )
+    said = wording.limited_by(Sight.NIGHTS, 0.052, 0.01, 3, 14)  # the width's figures (the words: test_wording.py)
+    assert limited_by(Width(0.01, 0.12, "nights", 0.052, 3, 14), 0.0, 0.05) == (Sight.NIGHTS, said)
 
 
 def _history(tmp_path: Path, nights: int, device_key: str = "cpu-synthetic-2c") -> Path:

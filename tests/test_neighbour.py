@@ -20,12 +20,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_accel.core import wording
 from pytest_accel.core.measurement import CALIBRATED, FOREIGN_CPU, Measurement
-from pytest_accel.core.outcomes import Outcome, Verdict
+from pytest_accel.core.outcomes import Cause, Outcome, Rule, Sight, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.calibrate import calibrate_entries, calibrated
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.rules.host_shared import neighbour_bound
+from pytest_accel.judgement.rules.state import state_shift
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, VerdictRecord, judge_time
 from pytest_accel.outputs.terminal import verdict_summary
 from pytest_accel.storage.files import StoreError
@@ -55,23 +57,26 @@ def beside(moved: float, share: float = 0.45) -> dict[str, float]:
 
 def test_without_calibration_a_slowdown_on_a_shared_host_is_not_judged_and_says_how_to_calibrate() -> None:
     verdict = judge_time(observation(0.02, SHARED), baseline(), POLICY)
-    assert verdict.outcome is Outcome.NOISY
-    assert "other processes used 45%" in verdict.reason and "--accel-calibrate" in verdict.reason
+    assert verdict.outcome is Outcome.NOISY and verdict.rule is Rule.NEIGHBOUR
+    assert verdict.abstention is not None and verdict.abstention.cause is Cause.UNCALIBRATED  # remedy: calibrate
+    assert verdict.abstention.remedy == wording.REMEDY[Cause.UNCALIBRATED]
+    assert verdict.reason == wording.uncalibrated(verdict.ratio, wording.host_shared(0.45, 0.02))  # others at 45%
 
 
 def test_a_slowdown_beyond_the_calibrated_neighbour_is_regressed_and_says_so() -> None:
     """The neighbour moved this test by 20% in calibration; a doubling is not the neighbour."""
     verdict = judge_time(observation(0.02, SHARED), baseline((beside(1.20),)), POLICY)
-    assert verdict.outcome is Outcome.REGRESSED, verdict.reason
-    assert "this test was at most 20% slower" in verdict.reason and verdict.reason.endswith("this is beyond it")
+    assert verdict.outcome is Outcome.REGRESSED and verdict.rule is Rule.INTERVAL, verdict.reason
+    assert verdict.ruled_out == (wording.neighbour_ruled_out(0.45, math.log(1.20)),)  # a 20% bound, ruled out
     assert verdict.low is not None and verdict.low > 1.05 * 1.2  # the bound is off the lower end
 
 
 def test_a_slowdown_the_calibrated_neighbour_explains_is_not_judged() -> None:
     verdict = judge_time(observation(0.013, SHARED), baseline((beside(1.25),)), POLICY)
-    assert verdict.outcome is Outcome.NOISY
-    assert "a neighbour explains up to 25%" in verdict.reason and "not judged" in verdict.reason
-    assert verdict.detectable is not None and verdict.detectable > 0.25
+    assert verdict.outcome is Outcome.NOISY and verdict.rule is Rule.NEIGHBOUR
+    assert verdict.abstention is not None and verdict.abstention.cause is Cause.NEIGHBOUR and verdict.abstention.waits
+    assert verdict.abstention.why == wording.neighbour_explains_short(0.45, math.log(1.25))  # explains 25%
+    assert verdict.detectable is not None and 1 + verdict.detectable > 1.05 * 1.25
 
 
 def test_a_bound_within_the_tolerance_is_taken_off_the_reading_not_off_the_low_end() -> None:
@@ -81,21 +86,19 @@ def test_a_bound_within_the_tolerance_is_taken_off_the_reading_not_off_the_low_e
     verdict = judge_time(observation(0.0110, SHARED), baseline((beside(1.03),)), POLICY)
     assert verdict.outcome is Outcome.REGRESSED, verdict.reason
     assert verdict.low is not None and 1 < verdict.low < 1.05
-    assert verdict.reason.endswith("this test was at most 3% slower: this is beyond it")
+    assert verdict.ruled_out == (wording.neighbour_ruled_out(0.45, math.log(1.03)),)  # a 3% bound, ruled out
 
 
 def test_a_reading_within_the_tolerance_once_a_small_bound_is_off_is_unchanged_and_says_so() -> None:
     """The 3% is taken off the reading, and a neighbour's phase could as well move the test 3% the other
     way: a slowdown must be 1.05 x 1.03 x 1.03 to be seen."""
     verdict = judge_time(observation(0.0107, SHARED), baseline((beside(1.03),)), POLICY)
-    assert verdict.outcome is Outcome.UNCHANGED
-    assert verdict.reason.startswith(
-        "time +7.0% [95% CI -0.8% .. +12.1%] relative to the reference kernel, "
-        "within the 5% tolerance with the 3% a neighbour explains taken off; could see a slowdown of 11% or more"
-    )
-    assert "(widened by 3.0%: beside the standard neighbour (its calibration, 1 run(s)" in verdict.reason
-    assert "(and by 3.0% more: a neighbour's phase can move it as far the other way)" in verdict.reason
-    assert verdict.detectable == pytest.approx(1.05 * 1.03 * 1.03 - 1)
+    assert verdict.outcome is Outcome.UNCHANGED and verdict.rule is Rule.INTERVAL and verdict.normalized
+    # +7.0% [-0.8% .. +12.1%]: the low end widened by the 3% bound
+    assert (verdict.ratio, verdict.low, verdict.high) == pytest.approx((1.070, 0.992, 1.121), abs=5e-4)
+    assert verdict.detectable == pytest.approx(1.05 * 1.03 * 1.03 - 1)  # the 3% off the reading, and 3% hidden
+    # what the neighbour could hide is the bound the verdict already said, moved the other way
+    assert wording.neighbour_hides(math.log(1.03), "", bound_said=True) in verdict.reason
 
 
 def test_a_speedup_the_calibrated_neighbour_explains_is_not_claimed() -> None:
@@ -105,17 +108,18 @@ def test_a_speedup_the_calibrated_neighbour_explains_is_not_claimed() -> None:
     assert claimed.outcome is Outcome.IMPROVED, claimed.reason
     verdict = judge_time(observation(0.008, SHARED), baseline((beside(0.74), beside(1.02))), POLICY)
     assert verdict.outcome is Outcome.UNCHANGED, verdict.reason
-    assert verdict.reason.endswith(
-        "; a speedup up to 35.1% is not claimed: beside the standard neighbour (its calibration, 2 run(s)) "
-        "this test's time read up to 26% shorter"
-    )
+    # a speedup up to 35.1% (a calibration read 26% shorter) is not claimed: it widens the fast side
+    assert verdict.ratio == claimed.ratio and verdict.sight is Sight.HIDDEN
+    assert verdict.high is not None and claimed.high is not None
+    assert verdict.high == pytest.approx(claimed.high / 0.74) and verdict.high > 1
     quiet = judge_time(observation(0.008, {**QUIET, FOREIGN_CPU: 0.03}), baseline((beside(0.74),)), POLICY)
     assert quiet.outcome is Outcome.IMPROVED  # on a quiet host the neighbour's calibration does not apply
 
 
 def test_a_neighbour_busier_than_any_calibration_is_not_judged() -> None:
     verdict = judge_time(observation(0.02, {**QUIET, FOREIGN_CPU: 0.9}), baseline((beside(1.1, 0.4),)), POLICY)
-    assert verdict.outcome is Outcome.NOISY and "no calibration run" in verdict.reason
+    assert verdict.outcome is Outcome.NOISY and verdict.rule is Rule.NEIGHBOUR
+    assert verdict.abstention is not None and verdict.abstention.cause is Cause.UNCALIBRATED
 
 
 def test_calibration_changes_nothing_on_a_quiet_host() -> None:
@@ -140,7 +144,7 @@ def test_the_bound_is_the_largest_move_and_a_faster_calibration_counts_as_none()
     runs = (beside(1.1, 0.3), beside(1.3, 0.5), beside(0.9, 0.4))
     bound = neighbour_bound(SHARED, runs, RUNS, POLICY.foreign_cpu_margin)
     assert bound is not None and bound[0] == pytest.approx(math.log(1.3))
-    assert "3 run(s), other processes at up to 50% of the host" in bound[1]
+    assert bound[1] == wording.neighbour_bound(3, 0.5, math.log(1.3))  # 3 runs, the busiest at 50% of the host
     faster = neighbour_bound(SHARED, (beside(0.9),), RUNS, POLICY.foreign_cpu_margin)
     assert faster is not None and faster[0] == 0.0
     assert neighbour_bound({**QUIET}, runs, RUNS, POLICY.foreign_cpu_margin) is None  # share unknown
@@ -313,7 +317,11 @@ def test_the_state_a_calibrated_neighbour_puts_the_machine_in_does_not_veto_a_sl
     """Beside the neighbour the copy probe takes 1.5x as long; calibration saw that state, and the test unmoved."""
     busy = {**SHARED, "memory": 4.4e-3}
     blind = judge_time(observation(0.013, busy), baseline((beside(1.0),)), POLICY)  # a calibration without states
-    assert blind.outcome is Outcome.NOISY and "a large memory copy" in blind.reason
+    assert blind.outcome is Outcome.NOISY and blind.rule is Rule.STATE
+    assert blind.abstention is not None and blind.abstention.cause is Cause.STATE
+    shift = state_shift(busy, RECORDED, POLICY.state_noise_floor)
+    assert shift.short_slower == wording.state_moved_short("memory", 4.4 / 3.0)  # the copy explains it
+    assert blind.abstention.why == wording.state_explains_short(shift.short_slower, shift.slower)
     seen = {**beside(1.0), "compute": 1.0e-3, "memory": 4.5e-3, "latency": 1.0e-3}
     verdict = judge_time(observation(0.013, busy), baseline((seen,)), POLICY)
     assert verdict.outcome is Outcome.REGRESSED, verdict.reason
@@ -335,7 +343,7 @@ def test_a_confirmation_that_cannot_decide_is_measured_again() -> None:
     judged = run_gate(measured(0, 0.01), steady, POLICY, {}, lambda: measured(next(seeds), 0.25), confirmations=1)
     assert judged.group == 1 and judged.time.outcome is Outcome.REGRESSED, judged.time.reason
     assert 2 < len(judged.measurements) <= 2 + EXTEND_MEASUREMENTS  # the confirmation was extended
-    assert "confirmed by 1 re-measurement(s)" in judged.time.reason
+    assert len(judged.time.remeasured) == 1  # confirmed by the one re-measurement
 
 
 def _processes_naming(text: str) -> list[int]:

@@ -3,13 +3,16 @@ widens what an unchanged verdict could see (judgement/neighbour.py)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from test_neighbour import POLICY, QUIET, SHARED, baseline, beside, observation
 
+from pytest_accel.core import wording
 from pytest_accel.core.measurement import FOREIGN_CPU
-from pytest_accel.core.outcomes import Outcome, Sight
+from pytest_accel.core.outcomes import Cause, Outcome, Rule, Sight
 from pytest_accel.judgement.verdict import judge_time
 
 
@@ -18,9 +21,10 @@ def test_beside_an_uncalibrated_neighbour_no_reading_is_judged_whichever_way_it_
     """A neighbour slows the reference kernel too, so it moves a figure either way: beside one, an exact
     +10% read +0.9% .. +4.5% for three math kernels (2-core Intel VM) and was called unchanged."""
     verdict = judge_time(observation(0.01 * moved, SHARED), baseline(), POLICY)
-    assert verdict.outcome is Outcome.NOISY, verdict.reason
+    assert verdict.outcome is Outcome.NOISY and verdict.rule is Rule.NEIGHBOUR, verdict.reason
     assert verdict.abstention is not None and verdict.abstention.waits
-    assert verdict.abstention.why == "a neighbour at 45%, uncalibrated"
+    assert verdict.abstention.cause is Cause.UNCALIBRATED
+    assert verdict.abstention.why == wording.uncalibrated_short(0.45)  # the neighbour's share of the host
 
 
 def test_a_reading_within_the_tolerance_beside_an_uncalibrated_neighbour_says_why_it_was_not_judged() -> None:
@@ -59,7 +63,7 @@ def test_a_neighbour_that_only_slowed_the_test_in_calibration_could_hide_as_much
     verdict = judge_time(observation(0.0104, SHARED), baseline((beside(1.18), beside(1.14))), POLICY)
     assert verdict.outcome is Outcome.UNCHANGED, verdict.reason
     assert verdict.detectable == pytest.approx(1.05 * 1.18 - 1)
-    assert (
-        "(widened by 18.0%, what a neighbour could hide: beside the standard neighbour (its calibration, 2 run(s)) "
-        "this test's time read up to 18% longer, and a neighbour's phase can move it as far the other way)"
-    ) in verdict.reason
+    assert verdict.sight is Sight.HIDDEN
+    # what it could hide: the 18% its calibration read longer, said as the neighbour's reach (2 runs, slower)
+    reach = math.log(1.18)
+    assert wording.neighbour_hides(reach, wording.neighbour_reach(2, 0.0, reach), bound_said=False) in verdict.reason

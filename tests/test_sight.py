@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+import statistics
 from typing import get_args
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_accel.core import wording
 from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.outcomes import Outcome, Sight, Verdict
+from pytest_accel.core.outcomes import Outcome, Rule, Sight, Verdict
 from pytest_accel.judgement.results import Recorded
 from pytest_accel.judgement.sight import Source, Width, between_run, limited_by
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, VerdictRecord, judge_time
@@ -28,37 +30,34 @@ def _observation(centre: float, runs: tuple[float, ...] = ()) -> Observation:
 
 def test_a_figure_blind_from_its_recordings_says_so_and_what_would_narrow_it() -> None:
     verdict = judge_time(_observation(0.6467 * 0.98), _observation(0.6467, DECODE_RUNS), POLICY)
-    assert verdict.outcome is Outcome.UNCHANGED and verdict.sight == Sight.RECORDINGS
-    assert verdict.reason.endswith(
-        "; could see a slowdown of 15% or more; limited by the spread of its 3 recordings (SD 6.1% between "
-        "processes): recordings at other times (--accel-update keeps up to 10) measure it better"
-    )
+    assert verdict.outcome is Outcome.UNCHANGED and verdict.rule is Rule.INTERVAL and verdict.sight == Sight.RECORDINGS
+    assert verdict.detectable == pytest.approx(0.15, abs=0.005)
+    spread = statistics.stdev(math.log(r) for r in DECODE_RUNS)  # SD 6.1% between processes, of 3 recordings
+    assert spread == pytest.approx(0.061, abs=5e-4)
+    assert verdict.reason.endswith(wording.limited_by(Sight.RECORDINGS, spread, 0.0, 3, 0))
 
 
 def test_a_figure_the_tolerance_limits_names_no_cause() -> None:
     verdict = judge_time(_observation(0.01), _observation(0.01, (0.01, 0.0101, 0.0099)), VerdictPolicy(tolerance=0.10))
-    assert verdict.sight is None and verdict.reason.endswith("could see a slowdown of 10% or more")
+    assert verdict.sight is None and verdict.detectable == pytest.approx(0.10)  # the tolerance sets it
 
 
 @pytest.mark.parametrize(
-    ("width", "shift", "cause", "clause"),
+    ("width", "shift", "cause"),
     [
-        (Width(0.09, 0.045, "floor", 0.02, 3), 0.0, Sight.ROUNDS,
-         "; limited by this run's rounds against the baseline's (±9.4%): a longer --accel-measure-seconds narrows it"),
-        (Width(0.01, 0.055, "floor", 0.02, 1), 0.0, Sight.RECORDINGS,
-         "; limited by its one recording, which cannot show the spread between processes (SD 2.0% assumed): "
-         "record it again (--accel-update)"),
-        (Width(0.02, 0.09, "typical", 0.04, 3), 0.0, Sight.TYPICAL,
-         "; limited by the spread between processes typical of this baseline file (SD 4.0%): a quieter machine "
-         "narrows it"),
-        (Width(0.04, 0.045, "floor", 0.02, 3), 0.0, Sight.FLOOR,
-         "; limited by the smallest spread between processes assumed for any test (SD 2.0%, measured on a quiet "
-         "VM): its recordings agree more closely than that"),
-        (Width(0.02, 0.045, "floor", 0.02, 3), 0.08, Sight.STATE, ""),
+        (Width(0.09, 0.045, "floor", 0.02, 3), 0.0, Sight.ROUNDS),
+        (Width(0.01, 0.055, "floor", 0.02, 1), 0.0, Sight.RECORDINGS),  # the floor, but of one recording
+        (Width(0.02, 0.09, "typical", 0.04, 3), 0.0, Sight.TYPICAL),
+        (Width(0.04, 0.045, "floor", 0.02, 3), 0.0, Sight.FLOOR),
+        (Width(0.02, 0.045, "floor", 0.02, 3), 0.08, Sight.STATE),
     ],
 )  # fmt: skip
-def test_each_cause_in_full(width: Width, shift: float, cause: str, clause: str) -> None:
-    assert limited_by(width, shift, 0.05) == (cause, clause)
+def test_each_cause_in_full(width: Width, shift: float, cause: Sight) -> None:
+    """The cause, and its clause with the width's figures (the words: test_wording.py); the state has its own."""
+    said = (
+        "" if cause is Sight.STATE else wording.limited_by(cause, width.spread, width.within, width.runs, width.nights)
+    )
+    assert limited_by(width, shift, 0.05) == (cause, said)
 
 
 def test_the_between_part_says_which_spread_set_it() -> None:

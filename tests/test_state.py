@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_sampling import FakeClock, constant, workload
 
+from pytest_accel.core import wording
 from pytest_accel.core.measurement import FAULT_SHARE, Measurement
-from pytest_accel.core.outcomes import Outcome, Sight, Verdict
+from pytest_accel.core.outcomes import Cause, Outcome, Rule, Sight, Verdict
 from pytest_accel.engine import sampling as measure_module
 from pytest_accel.engine.devices.cpu import HostTimer, cpu_identity
 from pytest_accel.engine.sampling import STATE_EVERY, MeasureConfig, measure
@@ -34,6 +35,8 @@ QUIET = {"compute": 1e-3, "memory": 3e-3, "latency": 1e-3}
 RECORDED = ({"compute": 1.00e-3, "memory": 3.00e-3, "latency": 1.00e-3},
             {"compute": 1.02e-3, "memory": 3.03e-3, "latency": 1.01e-3},
             {"compute": 0.99e-3, "memory": 3.01e-3, "latency": 0.99e-3})  # fmt: skip
+# The copy's time relative to the reference kernel in RECORDED: centred on 3.00, spanning 0.99-1.01x of it.
+COPY_SPAN = (3.03 / 1.02 / 3.0, 3.01 / 0.99 / 3.0)
 
 
 def test_every_probe_is_timed_and_its_median_kept() -> None:
@@ -170,7 +173,7 @@ def test_a_memory_bound_neighbour_is_named_with_its_size() -> None:
     shift = state_shift(busy, RECORDED)
     # beyond the highest recording (3.01 / 0.99), less the 10% noise floor
     assert shift.slower == pytest.approx(math.log(4.6 / 1.05) - math.log(3.01 / 0.99) - 0.10, abs=1e-9)
-    assert shift.why_slower.startswith("a large memory copy took 1.46x as long, relative to the reference kernel")
+    assert shift.why_slower == wording.state_moved("memory", 4.6 / 1.05 / 3.0, *COPY_SPAN)  # the copy, at 1.46x
     assert shift.faster == 0.0
 
 
@@ -183,7 +186,12 @@ def test_a_faster_memory_system_cannot_fake_a_slowdown() -> None:
     assert slower.outcome is Outcome.REGRESSED  # a 25% slowdown is still called
     faster = judge_time(observation(0.0085, fast), observation(0.01, runs=RECORDED), POLICY)
     assert faster.outcome is Outcome.UNCHANGED  # -15%, but the machine's state could explain it
-    assert "a speedup up to 2" in faster.reason and "is not claimed" in faster.reason
+    claimed = judge_time(observation(0.0085, QUIET), observation(0.01, runs=RECORDED), POLICY)
+    assert claimed.outcome is Outcome.IMPROVED  # on a machine in its recorded state the speedup is claimed
+    # the speedup not claimed: the state's 2x% widens the fast side of the interval
+    assert 0.2 <= math.expm1(shift.faster) < 0.3 and faster.sight is Sight.STATE
+    assert faster.high is not None and claimed.high is not None
+    assert faster.high == pytest.approx(claimed.high * math.exp(shift.faster)) and faster.high > 1
 
 
 def test_a_faster_memory_system_widens_what_an_unchanged_verdict_could_see() -> None:
@@ -197,7 +205,7 @@ def test_a_faster_memory_system_widens_what_an_unchanged_verdict_could_see() -> 
     assert plain.detectable is not None and masked.detectable is not None
     assert 1 + masked.detectable == pytest.approx((1 + plain.detectable) * math.exp(shift.faster))
     assert masked.sight is Sight.STATE
-    assert ", and a slowdown that size could hide: a large memory copy took 0.70x as long" in masked.reason
+    assert shift.why_faster == wording.state_moved("memory", 2.1 / 3.0, *COPY_SPAN)  # the copy, at 0.70x
 
 
 @given(st.floats(min_value=0.2, max_value=5.0), st.floats(min_value=0.2, max_value=5.0))
@@ -220,16 +228,22 @@ def test_a_state_beyond_the_tolerance_is_noisy_and_says_what_changed() -> None:
     busy = {"compute": 1e-3, "memory": 4.2e-3, "latency": 1e-3}
     verdict = judge_time(observation(0.013, busy), observation(0.01, runs=RECORDED), POLICY)
     assert verdict.outcome is Outcome.NOISY  # +30% "slower", but the copy probe moved +39%: not judged
-    assert "a large memory copy took 1.40x as long" in verdict.reason and "not judged" in verdict.reason
+    assert verdict.rule is Rule.STATE and verdict.abstention is not None
+    assert verdict.abstention.cause is Cause.STATE and verdict.abstention.waits
+    shift = state_shift(busy, RECORDED, POLICY.state_noise_floor)
+    assert shift.why_slower == wording.state_moved("memory", 1.4, *COPY_SPAN)  # the copy, at 1.40x
+    assert math.expm1(shift.slower) == pytest.approx(0.25, abs=0.005)  # could explain 25%
+    assert verdict.detectable == pytest.approx(detectable_slowdown(shift.slower, POLICY.tolerance))
 
 
 def test_a_slowdown_far_beyond_what_the_state_could_explain_is_regressed() -> None:
     """The copy moved enough to fake +25% in a workload bound by it; a 3x slowdown is not that."""
     busy = {"compute": 1e-3, "memory": 4.2e-3, "latency": 1e-3}
     verdict = judge_time(observation(0.03, busy), observation(0.01, runs=RECORDED), POLICY)
-    assert verdict.outcome is Outcome.REGRESSED, verdict.reason
-    assert "the machine's state could explain up to 25%: a large memory copy took 1.40x" in verdict.reason
-    assert "; this is beyond it" in verdict.reason
+    assert verdict.outcome is Outcome.REGRESSED and verdict.rule is Rule.INTERVAL, verdict.reason
+    shift = state_shift(busy, RECORDED, POLICY.state_noise_floor)
+    assert math.expm1(shift.slower) == pytest.approx(0.25, abs=0.005)  # the state could explain 25%...
+    assert verdict.ruled_out == (wording.state_ruled_out(shift.slower),)  # ... and was ruled out
     assert verdict.low is not None and verdict.low > 1.05 * math.exp(0.2)  # the shift is off the lower bound
 
 
@@ -251,7 +265,10 @@ def test_a_small_state_shift_widens_the_interval_and_the_detectable_slowdown() -
     assert steady.outcome is shifted.outcome is Outcome.UNCHANGED
     assert steady.detectable is not None and shifted.detectable is not None
     assert shifted.detectable > steady.detectable
-    assert "widened by" in shifted.reason and "could see a slowdown of" in shifted.reason
+    shift = state_shift(slight, RECORDED, POLICY.state_noise_floor).slower
+    assert shift == pytest.approx(0.04, abs=0.005)
+    assert steady.low is not None and shifted.low == pytest.approx(steady.low * math.exp(-shift))  # widened by it
+    assert shifted.high == steady.high
 
 
 def test_detectable_slowdown_is_the_tolerance_or_the_interval_whichever_is_larger() -> None:
@@ -412,15 +429,19 @@ def test_a_slower_figure_on_a_shared_host_is_noisy_and_says_so() -> None:
     recorded = tuple({**state, "foreign_cpu": 0.02} for state in RECORDED)
     shared = {**QUIET, "foreign_cpu": 0.48}
     verdict = judge_time(observation(0.012, shared), observation(0.01, runs=recorded), POLICY)
-    assert verdict.outcome is Outcome.NOISY
-    assert "other processes used 48% of the host's CPU time" in verdict.reason and "at most 2%" in verdict.reason
+    assert verdict.outcome is Outcome.NOISY and verdict.rule is Rule.NEIGHBOUR
+    assert verdict.abstention is not None and verdict.abstention.cause is Cause.UNCALIBRATED
+    assert verdict.ratio == pytest.approx(1.2)
+    # others used 48% of the host, its recordings at most 2%
+    assert verdict.reason == wording.uncalibrated(verdict.ratio, wording.host_shared(0.48, 0.02))
     # the same figure on a host as quiet as the recordings is a regression
     alone = judge_time(observation(0.012, {**QUIET, "foreign_cpu": 0.03}), observation(0.01, runs=recorded), POLICY)
     assert alone.outcome is Outcome.REGRESSED
     # and an unchanged figure on the shared host, uncalibrated, is not judged either: the neighbour
     # slows the reference kernel too, so it could hide a slowdown
     calm = judge_time(observation(0.01, shared), observation(0.01, runs=recorded), POLICY)
-    assert calm.outcome is Outcome.NOISY and "it can hide a slowdown as well as make one" in calm.reason
+    assert calm.outcome is Outcome.NOISY and calm.rule is Rule.NEIGHBOUR and calm.ratio == pytest.approx(1.0)
+    assert calm.abstention is not None and calm.abstention.cause is Cause.UNCALIBRATED
 
 
 FRESH_RECORDED = tuple({**state, "fresh": 2.6e-3} for state in RECORDED)
@@ -434,7 +455,7 @@ def test_dearer_page_faults_move_a_workload_only_by_the_share_its_own_faults_tak
     assert state_shift({**dear, FAULT_SHARE: 0.0}, FRESH_RECORDED) == StateShift()  # faults nothing: no shift
     half = state_shift({**dear, FAULT_SHARE: 0.5}, FRESH_RECORDED)
     assert half.slower == pytest.approx(math.log1p(0.5 * math.expm1(whole.slower)), abs=1e-9)
-    assert "this test's own page faults took 50% of its time" in half.why_slower
+    assert half.why_slower == wording.state_moved("fresh", 1.5, 1 / 1.02, 1 / 0.99) + wording.state_fault_share(0.5)
 
 
 def test_a_slowdown_of_a_workload_that_faults_nothing_is_judged_when_page_faults_got_dearer() -> None:

@@ -11,11 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_accel.core.measurement import Measurement
-from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
+from pytest_accel.core import wording
+from pytest_accel.core.measurement import UNPROBED, Measurement
+from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Rule, Verdict
 from pytest_accel.core.stats import mann_whitney_p, quantile, ratio_confidence_interval, relative_spread
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.gate import run_gate
+from pytest_accel.judgement.rules import unsteady
+from pytest_accel.judgement.rules.case import Case, Reading
 from pytest_accel.judgement.verdict import Observation, VerdictPolicy, combine, judge_memory, judge_time
 
 positive = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False, allow_infinity=False)
@@ -101,8 +104,18 @@ def observation(centre: float, spread: float = 0.02, seed: int = 0, probe: float
 )
 def test_time_verdicts(slowdown: float, expected: Outcome) -> None:
     verdict = judge_time(observation(0.01 * slowdown, seed=1), observation(0.01), POLICY)
-    assert verdict.outcome is expected
+    assert verdict.outcome is expected and verdict.rule is Rule.INTERVAL
     assert verdict.normalized
+
+
+def test_nothing_to_compare_is_new_and_unprobed_state_probes_are_not_judged() -> None:
+    empty = judge_time(Observation([]), observation(0.01), POLICY)
+    assert (empty.outcome, empty.rule) == (Outcome.NEW, Rule.SAMPLES)
+    assert empty.abstention is not None and empty.abstention.cause is Cause.NO_SAMPLES
+    unprobed = Observation(observation(0.02).samples, [1e-3] * 30, state={UNPROBED: 1.0})
+    verdict = judge_time(unprobed, observation(0.01), POLICY)
+    assert (verdict.outcome, verdict.rule) == (Outcome.NOISY, Rule.SAMPLES)
+    assert verdict.abstention is not None and verdict.abstention.cause is Cause.STATE_UNPROBED
 
 
 def test_a_change_within_tolerance_is_not_a_regression_even_if_significant() -> None:
@@ -130,16 +143,19 @@ def test_without_probe_raw_samples_are_compared() -> None:
 
 def test_a_spread_far_above_the_baseline_is_noisy() -> None:
     verdict = judge_time(observation(0.01, spread=0.5, seed=4), observation(0.01), POLICY)
-    assert verdict.outcome is Outcome.NOISY
-    assert "too unsteady" in verdict.reason
+    assert verdict.outcome is Outcome.NOISY and verdict.rule is Rule.UNSTEADY
+    assert verdict.abstention is not None and verdict.abstention.cause is Cause.UNSTEADY and verdict.abstention.waits
 
 
 def test_a_slowdown_that_also_widened_the_spread_is_regressed_not_noisy() -> None:
     # A kernel that fell back from flash to math: 3x slower and ±35% from round to round, on a
     # machine that stayed steady. Every round is beyond the baseline's slow end: not the machine.
-    verdict = judge_time(observation(0.03, spread=0.35, seed=4), observation(0.01), POLICY)
-    assert verdict.outcome is Outcome.REGRESSED, verdict.reason
-    assert "fastest quarter of rounds is slower than the slow end of the baseline" in verdict.reason
+    now, then = observation(0.03, spread=0.35, seed=4), observation(0.01)
+    verdict = judge_time(now, then, POLICY)
+    assert verdict.outcome is Outcome.REGRESSED and verdict.rule is Rule.INTERVAL, verdict.reason
+    # the spread rule found the run unsteady, and let it through for a slowdown that clears the interval
+    reading = unsteady.check(Case(now, then, POLICY), Reading())
+    assert isinstance(reading, Reading) and reading.unsteady is not None and reading.unsteady.rule is Rule.UNSTEADY
     assert verdict.ratio is not None and verdict.ratio > 2.5
 
 
@@ -149,7 +165,7 @@ def test_bursts_that_slow_most_rounds_but_not_the_fast_quarter_stay_noisy() -> N
     rng = random.Random(5)
     times = [0.01 * (rng.uniform(1.3, 2.0) if index % 5 < 3 else 1 + rng.gauss(0, 0.02)) for index in range(30)]
     verdict = judge_time(Observation(times, [1e-3] * 30), observation(0.01), POLICY)
-    assert verdict.outcome is Outcome.NOISY and "too unsteady" in verdict.reason
+    assert verdict.outcome is Outcome.NOISY and verdict.rule is Rule.UNSTEADY
 
 
 def test_the_slow_end_includes_a_slower_recorded_run() -> None:
@@ -158,7 +174,7 @@ def test_the_slow_end_includes_a_slower_recorded_run() -> None:
     then = Observation(noisy(0.01, 0.02), [1e-3] * 30, run_medians=(10.0, 14.0, 10.2))
     now = Observation(noisy(0.013, 0.4, seed=6), [1e-3] * 30)
     verdict = judge_time(now, then, POLICY)
-    assert verdict.outcome is Outcome.NOISY and "too unsteady" in verdict.reason
+    assert verdict.outcome is Outcome.NOISY and verdict.rule is Rule.UNSTEADY
 
 
 @settings(max_examples=200, deadline=None)
@@ -177,13 +193,15 @@ def test_a_wide_spread_with_a_quarter_of_rounds_untouched_is_never_regressed(bur
     verdict = judge_time(now, then, POLICY)
     limit = max(POLICY.noisy_spread_floor, POLICY.noisy_spread_factor * relative_spread(then.normalized))
     if relative_spread(now.normalized) > limit:
-        assert verdict.outcome is Outcome.NOISY and "too unsteady" in verdict.reason
+        assert verdict.outcome is Outcome.NOISY and verdict.rule is Rule.UNSTEADY
+        assert verdict.abstention is not None and verdict.abstention.cause is Cause.UNSTEADY
 
 
 def test_a_probe_far_off_its_baseline_is_noisy() -> None:
     verdict = judge_time(observation(0.01, probe=3e-3), observation(0.01, probe=1e-3), POLICY)
-    assert verdict.outcome is Outcome.NOISY
-    assert "reference kernel ran 3.00x" in verdict.reason
+    assert verdict.outcome is Outcome.NOISY and verdict.rule is Rule.PROBE_DRIFT
+    assert verdict.abstention is not None and verdict.abstention.cause is Cause.PROBE_DRIFT
+    assert verdict.reason == wording.probe_drift(3.0)  # the reference kernel's drift, 3e-3 s against 1e-3 s
 
 
 @pytest.mark.parametrize(
@@ -198,7 +216,8 @@ def test_memory_verdicts(now: int, then: int, expected: Outcome) -> None:
     verdict = judge_memory(
         Observation([1.0], peak_memory_bytes=now), Observation([1.0], peak_memory_bytes=then), POLICY
     )
-    assert verdict is not None and verdict.outcome is expected
+    assert verdict is not None and verdict.outcome is expected and verdict.rule is Rule.MEMORY
+    assert verdict.ratio == pytest.approx(now / then)
 
 
 def test_memory_unknown_on_either_side_gives_no_verdict() -> None:
@@ -228,7 +247,10 @@ NOISY = Verdict(Outcome.NOISY, "time", "unsteady")
     ],
 )
 def test_a_regression_stands_only_if_confirmed(confirmations: list[Verdict], expected: Outcome) -> None:
-    assert combine(REGRESSED, confirmations).outcome is expected
+    combined = combine(REGRESSED, confirmations)
+    assert combined.outcome is expected
+    confirmed = expected is Outcome.REGRESSED and bool(confirmations)
+    assert combined.remeasured == (tuple(v.ratio for v in confirmations) if confirmed else ())
 
 
 # -- the gate -------------------------------------------------------------------------------------
@@ -265,13 +287,14 @@ def test_gate_remeasures_a_suspect_and_keeps_a_confirmed_regression() -> None:
     result = run_gate(measurement(0.012, seed=1), entry(0.01), POLICY, {}, again, confirmations=2)
     assert result.outcome is Outcome.REGRESSED
     assert len(taken) == 2 and len(result.measurements) == 3
-    assert "confirmed by 2 re-measurement(s)" in result.time.reason
+    assert len(result.time.remeasured) == 2  # confirmed by both re-measurements
 
 
 def test_gate_drops_a_regression_that_does_not_reproduce() -> None:
     result = run_gate(measurement(0.012, seed=1), entry(0.01), POLICY, {}, lambda: measurement(0.01, seed=5), 2)
     assert result.outcome is Outcome.UNCHANGED
-    assert "did not confirm" in result.time.reason
+    # not confirmed: the verdict is the re-measurement's (+0%), not the first's (+20%)
+    assert not result.time.remeasured and result.time.ratio == pytest.approx(1.0, abs=0.01)
     assert len(result.measurements) == 2  # stopped after the first non-confirming re-measurement
 
 
@@ -287,9 +310,10 @@ def test_gate_remeasures_an_improvement_once_and_drops_it_when_it_does_not_repro
         return measure_again
 
     dropped = run_gate(measurement(0.0085, seed=1), entry(0.01), POLICY, {}, again(0.01), confirmations=2)
-    assert dropped.outcome is Outcome.UNCHANGED and "re-measurement did not confirm it" in dropped.time.reason
+    assert dropped.outcome is Outcome.UNCHANGED and not dropped.time.remeasured
+    assert dropped.time.ratio == pytest.approx(1.0, abs=0.02)  # the re-measurement's figure, not the first's -15%
     kept = run_gate(measurement(0.0085, seed=1), entry(0.01), POLICY, {}, again(0.0085), confirmations=2)
-    assert kept.outcome is Outcome.IMPROVED and "confirmed by 1 re-measurement(s)" in kept.time.reason
+    assert kept.outcome is Outcome.IMPROVED and len(kept.time.remeasured) == 1
     assert len(taken) == 2  # one re-measurement each, not two
     assert run_gate(measurement(0.0085, seed=1), entry(0.01), POLICY, {}, again(0.01), 0).outcome is Outcome.IMPROVED
 
@@ -328,8 +352,8 @@ def test_gate_says_new_without_baseline_or_for_another_workload_and_not_judged_f
 def test_gate_uses_the_tolerance_stored_with_the_baseline() -> None:
     loose = BaselineEntry(**{**entry(0.01).__dict__, "tolerance": 0.5})
     result = run_gate(measurement(0.012, seed=1), loose, POLICY, {}, lambda: measurement(0.012), 2)
-    assert result.outcome is Outcome.UNCHANGED
-    assert "50% tolerance" in result.time.reason
+    assert result.outcome is Outcome.UNCHANGED and result.tolerance == 0.5
+    assert result.time.detectable == pytest.approx(0.5)  # the interval was judged against the entry's 50%
 
 
 def test_a_few_slow_rounds_do_not_move_the_verdict() -> None:
@@ -398,11 +422,12 @@ def test_a_regression_against_one_recording_says_its_spread_between_processes_wa
     once = Observation(noisy(0.01, 0.01), [1e-3] * 30, run_medians=(10.0,))
     verdict = judge_time(slower, once, POLICY)
     assert verdict.outcome is Outcome.REGRESSED, verdict.reason
-    assert "the baseline has one recording, so the spread between processes is assumed (2%)" in verdict.reason
+    assumed = wording.assumed_spread(POLICY.between_run_floor)  # the floor, 2%, said assumed
+    assert assumed in verdict.reason
     twice = Observation(noisy(0.01, 0.01), [1e-3] * 30, run_medians=(10.0, 10.1))
-    assert "assumed" not in judge_time(slower, twice, POLICY).reason
+    assert assumed not in judge_time(slower, twice, POLICY).reason
     pooled = Observation(noisy(0.01, 0.01), [1e-3] * 30, run_medians=(10.0,), pooled_spread=(0.03, 4.0))
-    assert "assumed" not in judge_time(slower, pooled, POLICY).reason  # the file's other entries measured it
+    assert assumed not in judge_time(slower, pooled, POLICY).reason  # the file's other entries measured it
 
 
 def test_an_abstention_travels_through_a_result_file_and_a_bad_one_is_named() -> None:

@@ -1,7 +1,7 @@
 """Validation of JSON read from files: every problem named by its key path, no file ever trusted.
 
 Shared by the baseline store and the result-file reader, which must be equally strict; and the
-numbers written as text in options (the plugin's and the command line's). Pure: no torch, no pytest.
+numbers and paths written as text in options (the plugin's and the command line's). Pure: no torch, no pytest.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "integer_text",
     "line_at",
     "number_text",
+    "parse_output_folder",
+    "parse_output_path",
     "positive",
     "samples",
     "show",
@@ -287,3 +290,24 @@ def _member(text: str, pos: int, step: str | int) -> tuple[int, int] | None:
     except (json.JSONDecodeError, RecursionError):
         return None
     return None
+
+
+def parse_output_path(text: str) -> Path:
+    """A file path whose folder exists (checked now, not after an hour of measuring)."""
+    path = Path(text)
+    if path.is_dir():
+        raise ValueError(f"{text!r} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise ValueError(f"the folder of {text!r} does not exist")
+    return path
+
+
+def parse_output_folder(text: str) -> Path:
+    """A folder to write into (made when needed); refused when a file is in its place."""
+    path = Path(text)
+    for part in (path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise ValueError(f"{str(part)!r} is a file; --accel-trace needs a folder")
+            break
+    return path

@@ -275,6 +275,45 @@ def memory(then: int, now: int, tolerance: float | None) -> str:
     return f"{said}, within tolerance" if tolerance is None else f"{said}, beyond the {tolerance:.0%} tolerance"
 
 
+# --- count -----------------------------------------------------------------------------------------
+
+
+def count_new(now: float) -> str:
+    return f"{now:,.0f} instructions per call counted; nothing recorded for this count key: new"
+
+
+def counted(outcome: str, then: float, now: float, margin: float, misses: tuple[float, float] | None) -> str:
+    """The work counted, recorded and now (per call), against the margin (a fraction)."""
+    said = f"instructions per call {then:,.0f} -> {now:,.0f} ({percent(now / then)}, margin {margin:.2%})"
+    if misses is not None and misses[0] > 0:
+        moved = percent(misses[1] / misses[0])
+        said += f"; simulated last-level misses per call {misses[0]:,.0f} -> {misses[1]:,.0f} ({moved})"
+    return f"{said}: {outcome}"
+
+
+def count_moved(function: str, then: float, now: float) -> str:
+    """A function whose instructions per call moved (callgrind's own totals)."""
+    change = "new" if then == 0 else "gone" if now == 0 else percent(now / then)
+    return f"{function}: {then:,.0f} -> {now:,.0f} per call ({change})"
+
+
+def count_grew(test: str, key: str, said: str, moved: tuple[str, ...]) -> str:
+    """The failure of a count that grew: the test, the count key, the counts, the functions that moved most."""
+    lines = [f"perf work counted grew: {test} (under {key})", f"  counted work: {said}", *(f"    {m}" for m in moved)]
+    return "\n".join(lines)
+
+
+def count_same_work(said: str) -> str:
+    return (
+        f"the work counted is the same ({said}): the time moved without the instructions or the simulated "
+        "misses: threads, waiting, the memory system or the host"
+    )
+
+
+def not_counted(why: str) -> str:
+    return f"not counted: {why}"
+
+
 # --- confirmation ----------------------------------------------------------------------------------
 
 

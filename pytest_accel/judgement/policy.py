@@ -52,6 +52,15 @@ class VerdictPolicy:
     # than in any recording: the default lies well between a quiet host and a second perf suite beside it.
     # Measured on the 2-core VM: 0-0.5% quiet, 43-55% beside a second suite (docs/sensitivity.md).
     foreign_cpu_margin: float = 0.15
+    # The work counted under callgrind: instructions per call beyond this fail (or beyond three times the
+    # recordings' own spread, where wider). Measured: COUNT_MARGIN_STUDY (docs/studies/counted-work).
+    count_margin: float = 0.001
+    # ... and never below this many instructions per call: the allocator's and the interpreter's paths move a
+    # tiny call's count by a few hundred from one process to the next. Measured: COUNT_FLOOR_STUDY.
+    count_floor: float = 1000.0
+    # Simulated last-level cache misses per call beyond this fail: the same work gone to memory.
+    # Measured: MISS_MARGIN_STUDY (docs/studies/counted-work).
+    count_miss_margin: float = 0.02
 
     def __post_init__(self) -> None:
         for name in ("tolerance", "memory_tolerance", "noisy_spread_floor", "state_noise_floor", "foreign_cpu_margin"):

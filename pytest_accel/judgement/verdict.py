@@ -19,6 +19,7 @@ from pytest_accel.core.wording import RECORD
 from pytest_accel.judgement.policy import VerdictPolicy
 from pytest_accel.judgement.rules import judge_memory, judge_time
 from pytest_accel.judgement.rules.case import Observation, pooled_run_spread
+from pytest_accel.judgement.rules.count import CountVerdict
 from pytest_accel.judgement.sight import detectable_slowdown
 from pytest_accel.judgement.structures import StructureVerdict
 
@@ -83,6 +84,7 @@ class VerdictRecord:
     operators: tuple[str, ...] = ()
     structure: StructureVerdict | None = None
     beside_recorded: BesideRecorded | None = None  # the recorded build's sitting, when a suspect asked for one
+    count: CountVerdict | None = None  # the work counted under callgrind (--accel-count), when it was asked for
 
     @property
     def host_moved(self) -> bool:
@@ -98,6 +100,8 @@ class VerdictRecord:
             return Outcome.REGRESSED
         if self.structure is not None and self.structure.fails:
             return Outcome.REGRESSED
+        if self.count is not None and self.count.fails:
+            return Outcome.REGRESSED
         return self.time.outcome
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,6 +114,7 @@ class VerdictRecord:
             "operators": list(self.operators),
             "structure": None if self.structure is None else self.structure.to_dict(),
             "beside_recorded": None if self.beside_recorded is None else self.beside_recorded.to_dict(),
+            **({} if self.count is None else {"count": self.count.to_dict()}),
         }
 
     @classmethod
@@ -124,7 +129,7 @@ class VerdictRecord:
         operators = data.get("operators", [])
         if not isinstance(operators, list) or not all(isinstance(line, str) for line in operators):
             raise ValueError(f"verdict: 'operators' must be a list of strings, got {type(operators).__name__}")
-        structure, beside = data.get("structure"), data.get("beside_recorded")
+        structure, beside, count = data.get("structure"), data.get("beside_recorded"), data.get("count")
         return cls(
             Verdict.from_dict(data.get("time"), "time"),
             None if memory is None else Verdict.from_dict(memory, "memory"),
@@ -132,6 +137,7 @@ class VerdictRecord:
             tuple(operators),
             None if structure is None else StructureVerdict.from_dict(structure),
             None if beside is None else BesideRecorded.from_dict(beside),
+            None if count is None else CountVerdict.from_dict(count),
         )
 
 

@@ -93,6 +93,7 @@ def verdict_summary(records: Sequence[Recorded], where: str, updating: bool) -> 
         if outcome not in explained
     ]
     lines += _moved_lines(records) + _sight_lines(records) + _structure_lines(records, updating)
+    lines += _count_lines(records, updating)
     if updating and lines:
         lines.append("accel: recording (--accel-update, --accel-calibrate): verdicts are reported, not enforced")
     return lines
@@ -268,6 +269,28 @@ def _structure_lines(records: Sequence[Recorded], updating: bool) -> list[str]:
     if counts.get("new") and not updating:
         line += "; new: record with `pytest <same args> --accel-update`"
     return [line]
+
+
+def _count_lines(records: Sequence[Recorded], updating: bool) -> list[str]:
+    """How many counts of the work were unchanged, regressed, improved or new, exactly; and loudly, those
+    asked for and not counted, with why (an abstention, not a pass)."""
+    counts: dict[str, int] = {}
+    missing: list[str] = []
+    for record in records:
+        count = record.verdict.count if record.verdict is not None else None
+        if count is not None and count.outcome is Outcome.ERROR:
+            missing.append(count.reason)
+        elif count is not None:
+            counts[count.outcome.value] = counts.get(count.outcome.value, 0) + 1
+    lines = []
+    if missing:
+        lines.append(f"accel: NOT JUDGED: the work of {len(missing)} measurement(s): {missing[0]}")
+    if counts:
+        line = "accel: work counted: " + ", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items()))
+        if counts.get("new") and not updating:
+            line += "; new: record with `pytest <same args> --accel-count --accel-update`"
+        lines.append(line)
+    return lines
 
 
 def waiting_line(waits: Sequence[Waited], budget: float) -> list[str]:

@@ -46,6 +46,7 @@ from pytest_accel.engine.sampling import (
     measure,
 )
 from pytest_accel.engine.structure import CompileWatch, take_structure
+from pytest_accel.judgement.counts import CountPlan, counted
 from pytest_accel.judgement.gate import GateResult
 from pytest_accel.judgement.structures import RECORD_HINT, StructureVerdict
 from pytest_accel.judgement.verdict import VerdictRecord
@@ -120,6 +121,7 @@ def _what_ran_changed(lines: Sequence[str], operators: Sequence[str], verbose: b
 
 # The time half of a verdict whose workload was not timed (--accel-structure-only).
 _UNTIMED = Verdict(Outcome.NEW, "time", "not timed (--accel-structure-only): only what ran was compared")
+_COUNT_ONLY = Verdict(Outcome.NEW, "time", "not timed (--benchmark-disable): only the work counted was compared")
 
 
 def _finite_problem(value: Any, where: str) -> str | None:
@@ -200,6 +202,7 @@ class Throughput:
         progress: Callable[[str, str], None] = lambda phase, detail: None,
         disabled_fails: str | None = None,
         allow_setup_mismatch: bool = False,
+        count: CountPlan | None = None,
     ) -> None:
         self._device = device
         # Why a figure --benchmark-disable kept from being measured fails its test (--accel-strict,
@@ -220,6 +223,7 @@ class Throughput:
         self._flush: CacheFlush | None = None  # the cold mode's buffer, made by the first cold measurement
         self._clock: ClockWatch | None = None  # the device's clock, read around every measurement's rounds
         self._progress = progress  # (phase, detail): the live status of a long test (plugin/status.py)
+        self._count = count  # the work counted: in the counting process, or judged here (plugin/counted.py)
         self.measurements: list[Measurement] = []
 
     def __call__(
@@ -295,6 +299,7 @@ class Throughput:
         judgement = self._judge(first, take, self._state_now)
         result, record, failure = self._explain(fn, judgement)
         record, failure = self._structural(fn, result.seconds_per_call, name, record, failure)
+        record, failure = counted(self._count, name, record, failure)
         self._feed_benchmark(result)
         result = self._keep(result, record)
         if failure is not None:
@@ -408,8 +413,19 @@ class Throughput:
 
     def _not_timed(self, fn: Callable[[], Any], unit: str, items: float, name: str, extra: Any) -> Measurement:
         """``--benchmark-disable``: the workload run once, not timed; it fails its test where the run fails what
-        it did not judge (``--accel-strict``, ``--accel-require-baseline``)."""
-        result = self._keep(self._run_once(fn, unit, items, name, extra), None)
+        it did not judge (``--accel-strict``, ``--accel-require-baseline``). In the counting process its calls
+        are counted instead; where counts are judged, a count-only run judges them."""
+        if self._count is not None and self._count.count is not None:  # the counting process: the CPU only
+            self._count.count(fn, self._device.synchronize, name)
+            return self._keep(Measurement(unit, float(items), (), name=name, extra=extra), None)
+        untimed = self._run_once(fn, unit, items, name, extra)
+        if self._count is not None and self._count.judge is not None:
+            record, failure = counted(self._count, name, VerdictRecord(_COUNT_ONLY), None)
+            result = self._keep(untimed, record)
+            if failure is not None:
+                pytest.fail(failure, pytrace=False)
+            return result
+        result = self._keep(untimed, None)
         if self._disabled_fails is not None:
             why = f"timing is disabled (--benchmark-disable), and {self._disabled_fails}"
             pytest.fail(f"perf not judged: {name}: {why}", pytrace=False)

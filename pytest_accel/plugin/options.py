@@ -18,7 +18,7 @@ from typing import Any, final
 
 import pytest
 
-from pytest_accel.core.validation import integer_text, number_text
+from pytest_accel.core.validation import integer_text, number_text, parse_output_folder, parse_output_path
 from pytest_accel.engine.devices import DEVICE_CHOICES
 from pytest_accel.engine.devices.hostalloc import HOST_ALLOCATOR_MODES
 from pytest_accel.engine.sampling import MeasureConfig
@@ -48,7 +48,8 @@ _MARKER_MEASURE = ("measure_seconds", "warmup_max_seconds", "min_rounds", "round
 _MARKER_POLICY = ("tolerance", "memory_tolerance")
 # ... and what a structural change does to this test (STRUCTURE_POLICIES).
 _MARKER_STRUCTURE = "structure"
-MARKER_SETTINGS = (*_MARKER_MEASURE, *_MARKER_POLICY, _MARKER_STRUCTURE)
+_MARKER_COUNT = "count"  # count this test's work under callgrind (True), or never (False), whatever the run says
+MARKER_SETTINGS = (*_MARKER_MEASURE, *_MARKER_POLICY, _MARKER_STRUCTURE, _MARKER_COUNT)
 _MARKER_INTEGERS = ("min_rounds",)  # the others are numbers (seconds, fractions)
 # The verdict thresholds among the settings: they make the run's VerdictPolicy.
 _POLICY_FIELDS = (
@@ -57,27 +58,6 @@ _POLICY_FIELDS = (
 )  # fmt: skip
 
 Reader = Callable[[Any], Any]  # an option's text -> its value; ValueError quoting the text says what is wrong
-
-
-def parse_output_path(text: str) -> Path:
-    """A file path whose folder exists (checked now, not after an hour of measuring)."""
-    path = Path(text)
-    if path.is_dir():
-        raise ValueError(f"{text!r} is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise ValueError(f"the folder of {text!r} does not exist")
-    return path
-
-
-def parse_output_folder(text: str) -> Path:
-    """A folder to write into (made when needed); refused when a file is in its place."""
-    path = Path(text)
-    for part in (path, *path.parents):
-        if part.exists():
-            if not part.is_dir():
-                raise ValueError(f"{str(part)!r} is a file; --accel-trace needs a folder")
-            break
-    return path
 
 
 def _positive(text: Any) -> float:
@@ -248,6 +228,10 @@ def _text(value: float) -> str:
     return repr(value)
 
 
+_COUNT_HELP = (
+    "count each perf test's work under valgrind's callgrind (instructions and simulated cache misses per call, "
+    "one thread, one process) and fail a test whose count grew: exact, whatever the host's load (CPU)"
+)
 DEVICE_HELP = "device to measure on: auto (hpu, else cuda, else cpu), cpu, cuda or hpu (default: auto)"
 
 
@@ -361,6 +345,8 @@ class AccelOptions:
         "judge only what ran, not time: a short warm-up and the structural record per measurement (seconds a "
         "test; no quiet machine or recordings of this host needed)",
     ))  # fmt: skip
+    # --accel-count: count each perf test's work under callgrind (plugin/counted.py), and judge it
+    count: bool = field(metadata=_switch("--accel-count", _COUNT_HELP))
     # --accel-trace: the Chrome trace of each regressed workload goes there
     trace_dir: Path | None = field(metadata=_output(
         "--accel-trace", "DIR",
@@ -552,8 +538,10 @@ class AccelOptions:
         structure = marker.get(_MARKER_STRUCTURE, "fail")
         if structure not in STRUCTURE_POLICIES:
             raise ValueError(f"bad perf marker setting: structure={structure!r}: choose one of {STRUCTURE_POLICIES}")
+        if not isinstance(marker.get(_MARKER_COUNT, False), bool):
+            raise ValueError(f"bad perf marker setting: count={marker[_MARKER_COUNT]!r}: expected True or False")
         for name, value in marker.items():
-            if name == _MARKER_STRUCTURE:
+            if name in (_MARKER_STRUCTURE, _MARKER_COUNT):
                 continue
             wanted = int if name in _MARKER_INTEGERS else (int, float)
             if isinstance(value, bool) or not isinstance(value, wanted):
@@ -579,6 +567,9 @@ class AccelOptions:
         if self.structure == "off":
             return "off"
         return str(marker.get(_MARKER_STRUCTURE, self.structure))
+
+    def count_for(self, marker: dict[str, Any]) -> bool:  # its perf marker's count=, else --accel-count
+        return bool(marker.get(_MARKER_COUNT, self.count))
 
     def policy_for(self, marker: dict[str, Any]) -> VerdictPolicy:
         """The verdict thresholds for one test: these options, overridden by its perf marker's keywords."""

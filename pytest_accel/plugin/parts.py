@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import final
 
 import pytest
 
 from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE, Environment
+from pytest_accel.engine.counting import as_started
 from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
 from pytest_accel.engine.devices.base import Device, RegionTimer
 from pytest_accel.engine.devices.hostalloc import allocator_cause
@@ -26,6 +28,7 @@ from pytest_accel.engine.machine import wait_for_quiet
 from pytest_accel.engine.structure import structure_key
 from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore
 from pytest_accel.judgement.confirm import ChildSettings, accept_command, in_fresh_process, inherited_options
+from pytest_accel.judgement.counts import CountGate, CountStore, count_key
 from pytest_accel.judgement.drift import SEARCHED_NIGHTS, NightDrift, night_drifts
 from pytest_accel.judgement.gate import Gate, Launchers, Waited
 from pytest_accel.judgement.recorded_build import RecordedWord
@@ -34,6 +37,7 @@ from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.outputs.history_store import HistoryError, recent_figures
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.ranks import RankAgreement
+from pytest_accel.sittings.counting import ONE_THREAD, count_selection, valgrind_version
 from pytest_accel.sittings.fresh import fresh_launcher
 from pytest_accel.sittings.recorded_build import measure_beside_recorded, recorded_commit
 from pytest_accel.storage.environments import EnvironmentStore
@@ -41,6 +45,11 @@ from pytest_accel.storage.files import StoreError
 
 __all__ = ["RunParts"]
 
+# A counting process that ran other code than this run (what a child cannot inherit): its counts say nothing.
+_OTHER_ENVIRONMENT = (
+    "the counting process ran in another environment (digest {}, this run's {}: a plugin object given to "
+    "pytest.main, or a plugin or variable this run set for itself), so its counts count other code"
+)
 # What this run's gate may start to settle a suspect: a fresh pytest, the recorded build beside this tree.
 LAUNCHERS = Launchers(fresh_launcher, recorded_commit, measure_beside_recorded)
 
@@ -81,6 +90,9 @@ class RunParts:
         self._drifts: dict[tuple[str, str], NightDrift] | None = None
         self.structure_gate_taken: StructureGate | None = None  # the structural gate, once built
         self.structure_key: str | None = None
+        self.counts = CountStore(options.baselines)
+        self.count_gate: CountGate | None = None  # this run's counts (--accel-count), once counted
+        self.count_key = ""
 
     def device(self) -> Device:
         """The resolved device; the first call resolves it (importing torch)."""
@@ -136,7 +148,8 @@ class RunParts:
         """What this run runs on besides the host and the repository (``core/environment.py``), taken once."""
         if self._environment is None:
             plugins = self.config.pluginmanager.list_name_plugin()
-            self._environment = take_environment(self.config.rootpath, plugins, self._user_environ or None)
+            variables = as_started(self._user_environ or os.environ)  # in the counting process, the parent's loader
+            self._environment = take_environment(self.config.rootpath, plugins, variables)
         return self._environment
 
     def provenance(self) -> dict[str, str]:
@@ -196,6 +209,39 @@ class RunParts:
                 lambda: stored, update=self.options.update, accept=lambda test: self.accept(test, "--accel-update")
             )
         return self.structure_gate_taken, self.structure_key
+
+    def count(self, tests: list[str]) -> str:
+        """Count the work of ``tests`` in one process under callgrind (``sittings/counting.py``); what to say."""
+        device = self.device()
+        if device.kind != "cpu":
+            why = f"the work is counted on the CPU device only: the device side of a {device.kind} run is out of scope"
+            self.count_gate = CountGate({}, dict, {}, why)
+            return f"not counted: {why}"
+        if valgrind_version() is None:
+            raise pytest.UsageError(
+                "counting the work (--accel-count, count=True) needs valgrind: apt-get install valgrind"
+            )
+        run = count_selection(tests, self.config.rootpath, self.child_settings())
+        # the counting process's environment is this run's with its threads pinned to one (ONE_THREAD)
+        plugins, variables = self.config.pluginmanager.list_name_plugin(), self._user_environ or dict(os.environ)
+        ours = take_environment(self.config.rootpath, plugins, {**variables, **ONE_THREAD}).digest
+        if run.problem is None and run.environment not in (None, ours):
+            run = replace(run, counts={}, problem=_OTHER_ENVIRONMENT.format(run.environment, ours))
+        isa = next((count.context.get("isa", "") for count in run.counts.values()), "") or "unknown"
+        self.count_key = key = count_key(device.key(), isa, run.valgrind or "unknown")
+        with _unreadable("the counted work"):
+            stored = self.counts.load(key, self.options.profile, self.world_size) if run.counts else {}
+        self.count_gate = CountGate(run.counts, lambda: stored, run.missing, run.problem)
+        if run.problem is not None:
+            return f"not counted: {run.problem}"
+        return f"counted the work of {len(run.counts)} measurement(s) under callgrind in {run.seconds:.0f} s ({key})"
+
+    def write_counts(self) -> str | None:
+        """``--accel-update``: this run's counts appended to their recordings; where they went."""
+        gate = self.count_gate
+        if gate is None or not gate.counts:
+            return None
+        return str(self.counts.update(self.count_key, self.options.profile, self.world_size, gate.recorded_again()))
 
     def accept(self, test: str, record: str) -> str:
         """The command that records ``test`` anew with ``record``, as the user would paste it."""

@@ -11,13 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_accel.engine.counting import count_calls, counting_into
 from pytest_accel.engine.profiling import trace_path
 from pytest_accel.judgement.confirm import in_fresh_process
+from pytest_accel.judgement.counts import CountGate, CountPlan
 from pytest_accel.judgement.structures import StructureGate
 from pytest_accel.plugin.fixture import OperatorPlan, StructurePlan
 from pytest_accel.plugin.options import AccelOptions
 
-__all__ = ["operator_plan", "structure_plan", "takes_structures"]
+__all__ = ["count_plan", "counts", "operator_plan", "structure_plan", "takes_structures"]
 
 
 def operator_plan(
@@ -70,3 +72,23 @@ def structure_plan(
         only=options.structure_only,
         kept=options.update,
     )
+
+
+def counts(options: AccelOptions, marker: dict[str, Any], alone: bool) -> bool:
+    """Whether this run counts a test's work: asked for (``--accel-count``, ``count=True``), not under torchrun,
+    not in a child (the counting process counts what its parent asks; a confirmation times)."""
+    return options.count_for(marker) and alone and not in_fresh_process() and not options.calibrate
+
+
+def count_plan(
+    options: AccelOptions, test: str, marker: dict[str, Any], alone: bool, gate: CountGate | None, key: str,
+    accept: Callable[[str], str],
+) -> CountPlan | None:  # fmt: skip
+    """How ``test``'s work is counted: in the counting process, counted here; else judged from the run's counts."""
+    if (into := counting_into()) is not None:
+        return CountPlan(test=test, count=lambda fn, settle, metric: count_calls(fn, settle, into, test, metric))
+    if gate is None or not counts(options, marker, alone):
+        return None
+    strict = options.unjudged_fails()
+    return CountPlan(test=test, judge=lambda metric: gate.judge(test, metric, options.policy_for(marker)), key=key,
+                     accept=accept(test), strict=strict)  # fmt: skip

@@ -25,7 +25,7 @@ from pytest_accel.plugin.finish import RunFigures, RunFiles, summary_lines
 from pytest_accel.plugin.fixture import Throughput
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.parts import RunParts
-from pytest_accel.plugin.plans import operator_plan, structure_plan, takes_structures
+from pytest_accel.plugin.plans import count_plan, counts, operator_plan, structure_plan, takes_structures
 from pytest_accel.plugin.status import LiveStatus
 from pytest_accel.sittings.calibrate import StandardLoad
 
@@ -89,7 +89,9 @@ class AccelSession:
             progress=self._live(item.nodeid),
             disabled_fails=options.unjudged_fails(),
             allow_setup_mismatch=options.allow_setup_mismatch,
-        )
+            count=count_plan(options, item.nodeid, marker, alone, parts.count_gate, parts.count_key,
+                             lambda test: parts.accept(test, "--accel-update")),
+        )  # fmt: skip
 
     def _live(self, test: str) -> LiveStatus:
         """A long test's live status (plugin/status.py): said by the terminal reporter, capture suspended."""
@@ -168,6 +170,9 @@ class AccelSession:
         self.collected.update(item.nodeid for item in session.items)
         if options.calibrate and parts.world is None and not hasattr(self.config, "workerinput"):
             self._start_load([item.nodeid for item in session.items if is_perf_item(item)])
+        counted = [t.nodeid for t in session.items if is_perf_item(t) and counts(options, _marker(t), not parts.world)]
+        if counted and (problem := parts.count(counted)) is not None:
+            self.problems.append(f"accel: {problem}")
         if not options.stale or hasattr(self.config, "workerinput"):
             return
         if self.config.option.keyword or self.config.option.markexpr:
@@ -235,5 +240,7 @@ class AccelSession:
             environment=parts.environment if parts.resolved is not None else None, environments=parts.environments,
         )  # fmt: skip
         self.unwritten = files.write()
+        if self.options.update and (where := parts.write_counts()) is not None and reporter is not None:
+            reporter.write_line(f"accel: counted work recorded: {where}")
         if self.unwritten:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR

@@ -13,8 +13,8 @@ from pytest_accel.core import wording
 from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU
 from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Rule, Verdict
 from pytest_accel.core.stats import median
-from pytest_accel.judgement.rules.host_shared import covered_states
 from pytest_accel.judgement.rules.case import Case, Reading, StateShift
+from pytest_accel.judgement.rules.host_shared import covered_states
 from pytest_accel.judgement.sight import detectable_slowdown
 
 __all__ = ["check", "state_shift"]
