@@ -34,8 +34,8 @@ _LOADER = ("LD_PRELOAD", "LD_LIBRARY_PATH")
 COUNTED = "counted.jsonl"  # one line per count: test, metric, calls, pid, dump number, context
 WARMUP_CALLS = 2
 # Calls counted per measurement: a count repeats to a few instructions in a million (docs/studies/counted-work),
-# so more calls buy nothing but time (a call of SDPA costs seconds under callgrind).
-COUNT_CALLS = 2
+# so more calls buy nothing but time (an SDPA call of the smoke profile costs seconds to a minute under callgrind).
+COUNT_CALLS = 1
 
 _dumps = 0  # the callgrind files this process dumped, numbered from 1 as callgrind numbers them
 
@@ -78,10 +78,11 @@ def count_calls(fn: Callable[[], Any], synchronize: Callable[[], None], folder: 
     """Count ``COUNT_CALLS`` calls of ``fn`` and name the dump in ``folder``'s index; a count that cannot be
     taken is named there with its problem instead.
 
-    ``WARMUP_CALLS`` uninstrumented first (the workload's lazy setup is not its work, and runs at a fraction of
-    the instrumented cost), then one instrumented but not collected: the simulated caches hold this workload,
-    not whatever ran before it, so a count does not depend on the tests selected with it. Instrumentation is
-    off again after the count: pytest's own work between tests runs uninstrumented.
+    ``WARMUP_CALLS`` uninstrumented first: the workload's lazy setup is not its work, and runs at a fraction of
+    the instrumented cost. Switching instrumentation on clears callgrind's simulated caches (valgrind's
+    callgrind/main.c, ``set_instrument_state``), so every count starts from the same cold caches, whatever
+    ran before it: a count does not depend on the tests selected with it. Instrumentation is off again after
+    the count: pytest's own work between tests runs uninstrumented.
     """
     import torch
 
@@ -94,8 +95,6 @@ def count_calls(fn: Callable[[], Any], synchronize: Callable[[], None], folder: 
             synchronize()
         problem = _instrument(on=True)
     if problem is None:
-        fn()
-        synchronize()
         torch._C._valgrind_toggle()
         for _ in range(COUNT_CALLS):
             fn()

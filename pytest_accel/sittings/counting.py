@@ -1,11 +1,12 @@
-"""The counting process: the selected perf tests once more, in one pytest under callgrind, each measurement's
+"""The counting processes: the selected perf tests once more, in pytest under callgrind, each measurement's
 calls counted instead of timed (``engine/counting.py``), read back into ``Count`` s.
 
-One process for the whole selection: torch is imported once, uninstrumented. Its threads are pinned to
-one (``OMP_NUM_THREADS=1``, ``--accel-cpu-threads 1``): with two, OpenMP's waiting is counted and two
-processes' counts differ. The cache simulated is fixed (``CACHE``), not the host's, so a count does not
-depend on which host of a kind took it. Where valgrind is missing or the process fails, ``CountRun.problem``
-says why: nothing is counted, and nothing passes for counted.
+One process per core, each a share of the selection: torch is imported once per process, uninstrumented,
+and a count does not depend on what runs beside it. Each runs one thread (``OMP_NUM_THREADS=1``,
+``--accel-cpu-threads 1``): with two, OpenMP's waiting is counted and two processes' counts differ. The
+cache simulated is fixed (``CACHE``), not the host's, so a count does not depend on which host of a kind
+took it. Where valgrind is missing or a process fails, ``CountRun.problem`` says why: nothing is counted,
+and nothing passes for counted.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import final
 from pytest_accel.core.counts import Count, read_annotated, read_totals
 from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE
 from pytest_accel.engine.counting import COUNT_INTO_ENV, COUNTED, loader_variables
-from pytest_accel.engine.processes import run_child
+from pytest_accel.engine.processes import kill_group, start_group
 from pytest_accel.judgement.confirm import FRESH_PROCESS_ENV, ChildSettings
 from pytest_accel.judgement.results import ResultsError, load_results
 
@@ -60,40 +61,68 @@ def valgrind_version() -> str | None:
     return printed.strip().removeprefix("valgrind-") or None
 
 
-def count_selection(tests: Sequence[str], rootdir: Path, settings: ChildSettings) -> CountRun:
-    """Count every measurement of ``tests`` in one pytest under callgrind (see the module's docstring)."""
+def count_selection(tests: Sequence[str], rootdir: Path, settings: ChildSettings, processes: int = 0) -> CountRun:
+    """Count every measurement of ``tests`` under callgrind (see the module's docstring), in ``processes``
+    counting processes side by side (0: one per core), each a share of the tests: a count does not depend
+    on what runs beside it, and each process runs one thread."""
     started = time.monotonic()
     version = valgrind_version()
     if version is None:
         return CountRun(problem="valgrind is not installed (apt-get install valgrind)")
     if not sys.platform.startswith("linux"):
         return CountRun(problem=f"counting runs on Linux only (this is {sys.platform})")
+    shares = max(1, min(len(tests), processes or os.cpu_count() or 1))
     with tempfile.TemporaryDirectory(prefix="pytest-accel-count-") as scratch:
-        folder = Path(scratch)
-        child = replace(settings, cpu_threads=1)
-        command = [
-            "valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no", "--cache-sim=yes", *CACHE,
-            f"--callgrind-out-file={folder}/callgrind.out.%p",
-            sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-            "--benchmark-disable", "--accel-json", str(folder / "results.json"), *child.arguments(),
-        ]  # fmt: skip
-        env = {**os.environ, **ONE_THREAD, COUNT_INTO_ENV: scratch, FRESH_PROCESS_ENV: "1", "PYTHONHASHSEED": "0"}
-        env.update(loader_variables(os.environ))
-        log = folder / "output.log"
+        folders = [Path(scratch) / str(share) for share in range(shares)]
+        children: list[subprocess.Popen[str]] = []
         try:
-            with log.open("w", encoding="utf-8") as sink:
-                ran = run_child(command, rootdir, env, sink, timeout=COUNT_TIMEOUT_SECONDS)
+            for share, folder in enumerate(folders):
+                folder.mkdir()
+                children.append(_start(tests[share::shares], folder, rootdir, settings))
+            ended = [_wait(child, started) for child in children]
         except OSError as error:
             return CountRun(problem=f"the counting process did not start: {error}", valgrind=version)
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    kill_group(child)
         took = time.monotonic() - started
-        if ran.timed_out:
+        if any(code is None for code in ended):
             return CountRun(problem=f"the counting process did not finish in {COUNT_TIMEOUT_SECONDS} s", seconds=took)
-        read = _read(folder)
-        if not read.counts and not read.missing:
+        reads = [_read(folder) for folder in folders]
+        counts = {key: count for read in reads for key, count in read.counts.items()}
+        missing = {key: why for read in reads for key, why in read.missing.items()}
+        if not counts and not missing:
+            log = folders[0] / "output.log"
             tail = " | ".join(log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:])
-            problem = f"the counting process counted nothing (exit {ran.returncode}): {tail}"
+            problem = f"the counting process counted nothing (exit {ended[0]}): {tail}"
             return CountRun(problem=problem, valgrind=version, seconds=took)
-        return replace(read, valgrind=version, seconds=took, environment=_environment(folder / "results.json"))
+        environments = {_environment(folder / "results.json") for folder in folders}
+        environment = environments.pop() if len(environments) == 1 else "differ between the counting processes"
+        return CountRun(counts, missing, None, version, environment, took)
+
+
+def _start(tests: Sequence[str], folder: Path, rootdir: Path, settings: ChildSettings) -> subprocess.Popen[str]:
+    """One counting process for ``tests``, writing into ``folder``."""
+    arguments = replace(settings, cpu_threads=1).arguments()
+    command = [
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no", "--cache-sim=yes", *CACHE,
+        f"--callgrind-out-file={folder}/callgrind.out.%p",
+        sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+        "--benchmark-disable", "--accel-json", str(folder / "results.json"), *arguments,
+    ]  # fmt: skip
+    env = {**os.environ, **ONE_THREAD, COUNT_INTO_ENV: str(folder), FRESH_PROCESS_ENV: "1", "PYTHONHASHSEED": "0"}
+    env.update(loader_variables(os.environ))
+    with (folder / "output.log").open("w", encoding="utf-8") as sink:
+        return start_group(command, rootdir, env, stdout=sink)
+
+
+def _wait(child: subprocess.Popen[str], started: float) -> int | None:
+    """The child's exit code; None when it outlasted the counting's time."""
+    try:
+        return child.wait(max(1.0, COUNT_TIMEOUT_SECONDS - (time.monotonic() - started)))
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _environment(results: Path) -> str | None:
