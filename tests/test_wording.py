@@ -92,6 +92,27 @@ GOLDEN = [
      "confirmed"),
     (wording.not_confirmed(1.2, "<last>"), "a first measurement said +20.0%, re-measurement did not confirm it: <last>",
      "not_confirmed"),
+    (wording.count_new(12_345.6), "12,346 instructions per call counted; nothing recorded for this count key: new",
+     "count_new"),
+    (wording.counted("regressed", 1e8, 1.002e8, 0.001, None),
+     "instructions per call 100,000,000 -> 100,200,000 (+0.2%, margin 0.10%): regressed", "counted"),
+    (wording.counted("regressed", 1e8, 1e8, 0.001, (10_000, 10_300)),
+     "instructions per call 100,000,000 -> 100,000,000 (+0.0%, margin 0.10%); simulated last-level misses per call "
+     "10,000 -> 10,300 (+3.0%): regressed", "counted_misses"),
+    (wording.counted("unchanged", 12_000, 12_108, 1 / 12, (0, 0)),
+     "instructions per call 12,000 -> 12,108 (+0.9%, margin 8.33%): unchanged", "counted_no_misses_recorded"),
+    (wording.count_moved("logf", 0, 30_000), "logf: 0 -> 30,000 per call (new)", "count_moved_new"),
+    (wording.count_moved("add", 100_000, 0), "add: 100,000 -> 0 per call (gone)", "count_moved_gone"),
+    (wording.count_moved("copy", 200_000, 350_000), "copy: 200,000 -> 350,000 per call (+75.0%)", "count_moved"),
+    (wording.count_grew("test_a[b]", "cpu-x-2c-avx2-valgrind3.19.0", "<said>", ("<copy>", "<logf>")),
+     "perf work counted grew: test_a[b] (under cpu-x-2c-avx2-valgrind3.19.0)\n  counted work: <said>\n    <copy>\n"
+     "    <logf>", "count_grew"),
+    (wording.count_grew("test_a[b]", "<key>", "<said>", ()),
+     "perf work counted grew: test_a[b] (under <key>)\n  counted work: <said>", "count_grew_nothing_moved"),
+    (wording.count_same_work("<said>"),
+     "the work counted is the same (<said>): the time moved without the instructions or the simulated misses: "
+     "threads, waiting, the memory system or the host", "count_same_work"),
+    (wording.not_counted("valgrind is not on PATH"), "not counted: valgrind is not on PATH", "not_counted"),
 ]  # fmt: skip
 
 

@@ -63,22 +63,22 @@ class Count:
         calls, events, functions, context = (data.get(k) for k in ("calls", "events", "functions", "context"))
         if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
             raise Invalid(f"{where}.calls", f"expected an integer >= 1, got {calls!r}")
-        if (
-            not isinstance(events, Mapping)
-            or INSTRUCTIONS not in events
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in events.values())
-        ):
+        if not isinstance(events, Mapping) or INSTRUCTIONS not in events or not all(map(_count, events.values())):
             raise Invalid(f"{where}.events", f"expected event totals (integers >= 0) with {INSTRUCTIONS!r}")
         if not isinstance(functions, list) or not all(
-            isinstance(f, list) and len(f) == 2 and isinstance(f[0], str) and isinstance(f[1], int) for f in functions
+            isinstance(f, list) and len(f) == 2 and isinstance(f[0], str) and _count(f[1]) for f in functions
         ):
-            raise Invalid(f"{where}.functions", "expected a list of [name, instructions]")
+            raise Invalid(f"{where}.functions", "expected a list of [name, instructions >= 0]")
         if context is None:
             context = {}
         if not isinstance(context, Mapping) or not all(isinstance(v, str) for v in context.values()):
             raise Invalid(f"{where}.context", "expected an object of strings")
         kept = tuple((str(name), int(total)) for name, total in functions)
         return cls(calls, {str(k): int(v) for k, v in events.items()}, kept, {str(k): v for k, v in context.items()})
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def moved_functions(then: Count, now: Count, most: int = 3) -> list[tuple[str, float, float]]:
@@ -116,7 +116,7 @@ _FUNCTION = re.compile(r"^\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?(\S.*?)\s*$")
 def read_annotated(text: str, most: int = KEPT_FUNCTIONS) -> tuple[tuple[str, int], ...]:
     """The per-function instruction totals ``callgrind_annotate --inclusive=no --show=Ir`` printed, most first:
     each function by name, without its file (``???:``) and library (``[/path/lib.so]``)."""
-    found: list[tuple[str, int]] = []
+    found: dict[str, int] = {}  # a name two libraries share (an ``_init``) sums
     listing = False
     for line in text.splitlines():
         if "file:function" in line:
@@ -131,7 +131,8 @@ def read_annotated(text: str, most: int = KEPT_FUNCTIONS) -> tuple[tuple[str, in
         if (match := _FUNCTION.match(line)) is None:
             continue
         name = re.sub(r"\s+\[[^\]]*\]$", "", match.group(2))
-        found.append((name.split(":", 1)[1] if name.startswith("???:") else name, int(match.group(1).replace(",", ""))))
-        if len(found) >= most:
+        name = name.split(":", 1)[1] if name.startswith("???:") else name
+        if name not in found and len(found) >= most:
             break
-    return tuple(found)
+        found[name] = found.get(name, 0) + int(match.group(1).replace(",", ""))
+    return tuple(found.items())

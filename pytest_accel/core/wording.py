@@ -284,9 +284,10 @@ def count_new(now: float) -> str:
 
 def counted(outcome: str, then: float, now: float, margin: float, misses: tuple[float, float] | None) -> str:
     """The work counted, recorded and now (per call), against the margin (a fraction)."""
-    said = f"instructions per call {then:,.0f} -> {now:,.0f} ({percent(now / then)}, margin {margin:.2%})"
-    if misses is not None and misses[0] > 0:
-        moved = percent(misses[1] / misses[0])
+    moved = percent(now / then) if then > 0 else "new"
+    said = f"instructions per call {then:,.0f} -> {now:,.0f} ({moved}, margin {margin:.2%})"
+    if misses is not None and max(misses) > 0:
+        moved = percent(misses[1] / misses[0]) if misses[0] > 0 else "new"
         said += f"; simulated last-level misses per call {misses[0]:,.0f} -> {misses[1]:,.0f} ({moved})"
     return f"{said}: {outcome}"
 

@@ -11,6 +11,7 @@ Nothing recorded: new.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, final
@@ -88,8 +89,10 @@ def _margin(values: Sequence[float], floor: float, least: float = 0.0) -> float:
     """The policy's margin (a fraction, and ``least`` per call), or three times the recordings' own relative
     range where that is wider."""
     centre = median(values)
+    if centre <= 0:
+        return floor
     own = 3 * (max(values) - min(values)) / centre if len(values) >= 2 else 0.0
-    return max(floor, least / centre if centre > 0 else 0.0, own)
+    return max(floor, least / centre, own)
 
 
 def judge_count(recorded: Sequence[Count], now: Count, policy: VerdictPolicy) -> CountVerdict:
@@ -99,7 +102,7 @@ def judge_count(recorded: Sequence[Count], now: Count, policy: VerdictPolicy) ->
     latest = recorded[-1]
     then = median([count.instructions for count in recorded])
     margin = _margin([count.instructions for count in recorded], policy.count_margin, policy.count_floor)
-    ratio = now.instructions / then
+    ratio = now.instructions / then if then > 0 else math.inf if now.instructions > 0 else 1.0
     misses = None
     missed = [count.ll_misses for count in recorded if count.ll_misses is not None]
     outcome = Outcome.UNCHANGED
