@@ -1,0 +1,34 @@
+"""A slowdown from the environment: a pytest plugin on ``PYTHONPATH`` (``-p plant_sdpa``) that makes every SDPA
+call do more of the same work, as a slower kernel build would. Not a sleep: extra arithmetic.
+
+``PLANT_SDPA_FRACTION=0.02``: each call also attends the first 2% of its query rows (rounded up) against
+all keys, a second SDPA call of that share of the work. ``PLANT_SDPA_COPY=1``: each call's output is
+copied once more. Unset: nothing changes (the plugin still loads, so unchanged runs load it too).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+
+_ORIGINAL = F.scaled_dot_product_attention
+_FRACTION = float(os.environ.get("PLANT_SDPA_FRACTION", "0") or 0)
+_COPY = os.environ.get("PLANT_SDPA_COPY") == "1"
+
+
+def _planted(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
+    out = _ORIGINAL(query, key, value, *args, **kwargs)
+    if _FRACTION > 0:
+        rows = max(1, math.ceil(_FRACTION * query.shape[-2]))
+        mask = kwargs.get("attn_mask")
+        extra = dict(kwargs, attn_mask=mask[..., :rows, :]) if isinstance(mask, torch.Tensor) else kwargs
+        _ORIGINAL(query[..., :rows, :], key, value, *args, **extra)
+    if _COPY:
+        out = out.clone()
+    return out
+
+
+F.scaled_dot_product_attention = _planted
