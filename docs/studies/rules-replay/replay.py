@@ -34,9 +34,8 @@ def main(paths: list[str]) -> int:
     outcomes: Counter[str] = Counter()
     differ = 0
     for path in paths:
-        opened = gzip.open(path, "rb") if path.endswith(".gz") else Path(path).open("rb")
-        with opened as recorded:
-            calls = pickle.load(recorded)
+        data = Path(path).read_bytes()
+        calls = pickle.loads(gzip.decompress(data) if path.endswith(".gz") else data)
         for name, args, before in calls:
             after = rules[name](*args)
             counts[name] += 1
