@@ -373,6 +373,12 @@ class AccelOptions:
         "time the machine-state probes (a copy, a gather, a fresh mapping) beside the rounds, so that a verdict "
         "can tell a machine-state shift from a regression (true/false; ab turns them off)",
     ))  # fmt: skip
+    # the work counted with callgrind's cache simulation (misses beside the instructions), at several times the cost
+    count_misses: bool = field(metadata=_ini(
+        "accel_count_misses", "false", _boolean,
+        "with --accel-count, simulate the caches too and judge last-level misses beside the instructions "
+        "(true/false; several times slower)", child=False,
+    ))  # fmt: skip
     # timed rounds at least, whatever the budget
     min_rounds: int = field(metadata=_ini(
         "accel_min_rounds", _text(_MEASURE.min_rounds), _integer(1),

@@ -221,7 +221,7 @@ class RunParts:
             raise pytest.UsageError(
                 "counting the work (--accel-count, count=True) needs valgrind: apt-get install valgrind"
             )
-        run = count_selection(tests, self.config.rootpath, self.child_settings())
+        run = count_selection(tests, self.config.rootpath, self.child_settings(), self.options.count_misses)
         # the counting process's environment is this run's with its threads pinned to one (ONE_THREAD)
         plugins, variables = self.config.pluginmanager.list_name_plugin(), self._user_environ or dict(os.environ)
         ours = take_environment(self.config.rootpath, plugins, {**variables, **ONE_THREAD}).digest

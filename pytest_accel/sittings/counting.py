@@ -61,7 +61,9 @@ def valgrind_version() -> str | None:
     return printed.strip().removeprefix("valgrind-") or None
 
 
-def count_selection(tests: Sequence[str], rootdir: Path, settings: ChildSettings, processes: int = 0) -> CountRun:
+def count_selection(
+    tests: Sequence[str], rootdir: Path, settings: ChildSettings, misses: bool = False, processes: int = 0
+) -> CountRun:
     """Count every measurement of ``tests`` under callgrind (see the module's docstring), in ``processes``
     counting processes side by side (0: one per core), each a share of the tests: a count does not depend
     on what runs beside it, and each process runs one thread."""
@@ -78,7 +80,7 @@ def count_selection(tests: Sequence[str], rootdir: Path, settings: ChildSettings
         try:
             for share, folder in enumerate(folders):
                 folder.mkdir()
-                children.append(_start(tests[share::shares], folder, rootdir, settings))
+                children.append(_start(tests[share::shares], folder, rootdir, settings, misses))
             ended = [_wait(child, started) for child in children]
         except OSError as error:
             return CountRun(problem=f"the counting process did not start: {error}", valgrind=version)
@@ -102,11 +104,14 @@ def count_selection(tests: Sequence[str], rootdir: Path, settings: ChildSettings
         return CountRun(counts, missing, None, version, environment, took)
 
 
-def _start(tests: Sequence[str], folder: Path, rootdir: Path, settings: ChildSettings) -> subprocess.Popen[str]:
-    """One counting process for ``tests``, writing into ``folder``."""
+def _start(
+    tests: Sequence[str], folder: Path, rootdir: Path, settings: ChildSettings, misses: bool
+) -> subprocess.Popen[str]:
+    """One counting process for ``tests``, writing into ``folder``; ``misses``: with the caches simulated."""
+    cache = ["--cache-sim=yes", *CACHE] if misses else ["--cache-sim=no"]
     arguments = replace(settings, cpu_threads=1).arguments()
     command = [
-        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no", "--cache-sim=yes", *CACHE,
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no", *cache,
         f"--callgrind-out-file={folder}/callgrind.out.%p",
         sys.executable, "-m", "pytest", *tests, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
         "--benchmark-disable", "--accel-json", str(folder / "results.json"), *arguments,
