@@ -584,6 +584,15 @@ def test_a_count_that_grew_fails_even_where_time_passed() -> None:
     assert both == f"perf regressed: time\n{failure}"
 
 
+def test_a_count_that_grew_while_recording_is_reported_not_enforced() -> None:
+    verdict = judge_count([count(1e8)], count(1.1e8), POLICY)
+    recording = CountPlan(TEST, lambda metric: verdict, key=KEY, accept=ACCEPT, recording=True)
+    record, failure = counted(recording, "time", VerdictRecord(UNCHANGED_TIME), None)
+    assert (record.count, failure) == (verdict, None)
+    missing = CountPlan(TEST, lambda metric: "why", strict="--accel-strict is set", recording=True)
+    assert counted(missing, "time", VerdictRecord(UNCHANGED_TIME), None)[1] is None
+
+
 def test_a_time_regression_with_the_same_work_says_so_and_still_fails() -> None:
     same = judge_count([count(1e8)], count(1e8), POLICY)
     record, failure = counted(plan(same), "time", VerdictRecord(REGRESSED_TIME), "perf regressed: time")

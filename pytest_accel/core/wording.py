@@ -311,6 +311,11 @@ def count_same_work(said: str) -> str:
     )
 
 
+def count_not_judged(metric: str, said: str, strict: str) -> str:
+    """The failure of a count not taken where the run fails what it did not judge (``--accel-strict``)."""
+    return f"perf not judged: {metric}: {said}, and {strict}"
+
+
 def not_counted(why: str) -> str:
     return f"not counted: {why}"
 

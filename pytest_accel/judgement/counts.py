@@ -120,6 +120,7 @@ class CountPlan:
     key: str = ""  # the count key (judgement/counts.py)
     accept: str = ""  # the command that records it anew
     strict: str | None = None  # why a figure not counted fails its test (--accel-strict); None: it passes
+    recording: bool = False  # --accel-update: the counts are recorded, their verdicts reported, not enforced
 
 
 def counted(
@@ -132,11 +133,11 @@ def counted(
     if isinstance(verdict, str):
         missing = CountVerdict(Outcome.ERROR, wording.not_counted(verdict))
         record = replace(record, count=missing)
-        if plan.strict is not None:
-            failure = _joined(failure, f"perf not judged: {metric}: {missing.reason}, and {plan.strict}")
+        if plan.strict is not None and not plan.recording:
+            failure = _joined(failure, wording.count_not_judged(metric, missing.reason, plan.strict))
         return record, failure
     record = replace(record, count=verdict)
-    if verdict.fails:
+    if verdict.fails and not plan.recording:
         grew = wording.count_grew(plan.test.rpartition("::")[2], plan.key, verdict.reason, verdict.moved)
         return record, _joined(failure, f"{grew}\n  {RECORD_HINT}: {plan.accept}")
     if failure is not None and record.time.outcome is Outcome.REGRESSED and verdict.outcome is Outcome.UNCHANGED:

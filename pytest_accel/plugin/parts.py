@@ -37,7 +37,7 @@ from pytest_accel.judgement.structures import StructureGate, StructureStore
 from pytest_accel.outputs.history_store import HistoryError, recent_figures
 from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.ranks import RankAgreement
-from pytest_accel.sittings.counting import ONE_THREAD, count_selection, valgrind_version
+from pytest_accel.sittings.counting import COUNTING_ENV, count_selection, valgrind_version
 from pytest_accel.sittings.fresh import fresh_launcher
 from pytest_accel.sittings.recorded_build import measure_beside_recorded, recorded_commit
 from pytest_accel.storage.environments import EnvironmentStore
@@ -222,9 +222,9 @@ class RunParts:
                 "counting the work (--accel-count, count=True) needs valgrind: apt-get install valgrind"
             )
         run = count_selection(tests, self.config.rootpath, self.child_settings(), self.options.count_misses)
-        # the counting process's environment is this run's with its threads pinned to one (ONE_THREAD)
+        # the counting process's environment is this run's with one thread and the portable kernels (COUNTING_ENV)
         plugins, variables = self.config.pluginmanager.list_name_plugin(), self._user_environ or dict(os.environ)
-        ours = take_environment(self.config.rootpath, plugins, {**variables, **ONE_THREAD}).digest
+        ours = take_environment(self.config.rootpath, plugins, {**variables, **COUNTING_ENV}).digest
         if run.problem is None and run.environment not in (None, ours):
             run = replace(run, counts={}, problem=_OTHER_ENVIRONMENT.format(run.environment, ours))
         isa = next((count.context.get("isa", "") for count in run.counts.values()), "") or "unknown"

@@ -91,4 +91,4 @@ def count_plan(
         return None
     strict = options.unjudged_fails()
     return CountPlan(test=test, judge=lambda metric: gate.judge(test, metric, options.policy_for(marker)), key=key,
-                     accept=accept(test), strict=strict)  # fmt: skip
+                     accept=accept(test), strict=strict, recording=options.update)  # fmt: skip

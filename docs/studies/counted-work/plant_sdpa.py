@@ -19,7 +19,9 @@ _FRACTION = float(os.environ.get("PLANT_SDPA_FRACTION", "0") or 0)
 _COPY = os.environ.get("PLANT_SDPA_COPY") == "1"
 
 
-def _planted(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
+def _planted(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *args: object, **kwargs: object
+) -> torch.Tensor:
     out = _ORIGINAL(query, key, value, *args, **kwargs)
     if _FRACTION > 0:
         rows = max(1, math.ceil(_FRACTION * query.shape[-2]))
