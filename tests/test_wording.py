@@ -178,3 +178,9 @@ def test_a_regression_beyond_the_machines_state_in_full() -> None:
         "kernel, as in the baseline's recordings (they spanned 0.99-1.01x); this is beyond it"
     )
     assert verdict.ruled_out == ("the machine's state (up to 25%)",)
+
+
+def test_a_long_function_name_is_cut_to_100_characters() -> None:
+    name = "void at::native::DEFAULT::vectorized_loop<" + "x" * 200 + ">"
+    said = wording.count_moved(name, 1000.0, 2000.0)
+    assert said == f"{name[:97]}...: 1,000 -> 2,000 per call (+100.0%)"

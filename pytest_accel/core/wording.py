@@ -295,7 +295,11 @@ def counted(outcome: str, then: float, now: float, margin: float, misses: tuple[
 def count_moved(function: str, then: float, now: float) -> str:
     """A function whose instructions per call moved (callgrind's own totals)."""
     change = "new" if then == 0 else "gone" if now == 0 else percent(now / then)
-    return f"{function}: {then:,.0f} -> {now:,.0f} per call ({change})"
+    shown = function if len(function) <= _LONGEST_NAME else f"{function[: _LONGEST_NAME - 3]}..."  # C++ templates
+    return f"{shown}: {then:,.0f} -> {now:,.0f} per call ({change})"
+
+
+_LONGEST_NAME = 100
 
 
 def count_grew(test: str, key: str, said: str, moved: tuple[str, ...]) -> str:

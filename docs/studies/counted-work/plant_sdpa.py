@@ -1,8 +1,9 @@
 """A slowdown from the environment: a pytest plugin on ``PYTHONPATH`` (``-p plant_sdpa``) that makes every SDPA
 call do more of the same work, as a slower kernel build would. Not a sleep: extra arithmetic.
 
-``PLANT_SDPA_FRACTION=0.02``: each call also attends the first 2% of its query rows (rounded up) against
-all keys, a second SDPA call of that share of the work. ``PLANT_SDPA_COPY=1``: each call's output is
+``PLANT_SDPA_FRACTION=0.02``: each call also attends all its queries to the first 2% of its keys (rounded up),
+a second SDPA call of that share of the work: a share of the keys, not of the queries, so a decode step (one
+query) gets 2% more too. ``PLANT_SDPA_COPY=1``: each call's output is
 copied once more. Unset: nothing changes (the plugin still loads, so unchanged runs load it too).
 """
 
@@ -24,10 +25,10 @@ def _planted(
 ) -> torch.Tensor:
     out = _ORIGINAL(query, key, value, *args, **kwargs)
     if _FRACTION > 0:
-        rows = max(1, math.ceil(_FRACTION * query.shape[-2]))
+        keys = max(1, math.ceil(_FRACTION * key.shape[-2]))
         mask = kwargs.get("attn_mask")
-        extra = dict(kwargs, attn_mask=mask[..., :rows, :]) if isinstance(mask, torch.Tensor) else kwargs
-        _ORIGINAL(query[..., :rows, :], key, value, *args, **extra)
+        extra = dict(kwargs, attn_mask=mask[..., :keys]) if isinstance(mask, torch.Tensor) else kwargs
+        _ORIGINAL(query, key[..., :keys, :], value[..., :keys, :], *args, **extra)
     if _COPY:
         out = out.clone()
     return out
