@@ -53,13 +53,13 @@ class VerdictPolicy:
     # Measured on the 2-core VM: 0-0.5% quiet, 43-55% beside a second suite (docs/sensitivity.md).
     foreign_cpu_margin: float = 0.15
     # The work counted under callgrind: instructions per call beyond this fail (or beyond three times the
-    # recordings' own spread, where wider). Measured: COUNT_MARGIN_STUDY (docs/studies/counted-work).
+    # recordings' own spread, where wider). Measured: unchanged SDPA moved 0.032% at most (docs/studies/counted-work).
     count_margin: float = 0.001
     # ... and never below this many instructions per call: the allocator's and the interpreter's paths move a
-    # tiny call's count by a few hundred from one process to the next. Measured: COUNT_FLOOR_STUDY.
+    # tiny call's count from one process to the next. Measured: up to 406 per call (docs/studies/counted-work).
     count_floor: float = 1000.0
     # Simulated last-level cache misses per call beyond this fail: the same work gone to memory.
-    # Measured: MISS_MARGIN_STUDY (docs/studies/counted-work).
+    # Measured: unchanged SDPA's misses repeated within 0.004% (docs/studies/counted-work).
     count_miss_margin: float = 0.02
 
     def __post_init__(self) -> None:

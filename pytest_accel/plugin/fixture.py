@@ -223,7 +223,7 @@ class Throughput:
         self._flush: CacheFlush | None = None  # the cold mode's buffer, made by the first cold measurement
         self._clock: ClockWatch | None = None  # the device's clock, read around every measurement's rounds
         self._progress = progress  # (phase, detail): the live status of a long test (plugin/status.py)
-        self._count = count  # the work counted: in the counting process, or judged here (plugin/counted.py)
+        self._count = count  # the work counted: in the counting process, or judged here (judgement/counts.py)
         self.measurements: list[Measurement] = []
 
     def __call__(

@@ -229,8 +229,8 @@ def _text(value: float) -> str:
 
 
 _COUNT_HELP = (
-    "count each perf test's work under valgrind's callgrind (instructions and simulated cache misses per call, "
-    "one thread, one process) and fail a test whose count grew: exact, whatever the host's load (CPU)"
+    "count each perf test's work under valgrind's callgrind (instructions per call, one thread, torch's portable "
+    "kernels, a counting process per core) and fail a test whose count grew: exact, whatever the host's load (CPU)"
 )
 DEVICE_HELP = "device to measure on: auto (hpu, else cuda, else cpu), cpu, cuda or hpu (default: auto)"
 
@@ -345,7 +345,7 @@ class AccelOptions:
         "judge only what ran, not time: a short warm-up and the structural record per measurement (seconds a "
         "test; no quiet machine or recordings of this host needed)",
     ))  # fmt: skip
-    # --accel-count: count each perf test's work under callgrind (plugin/counted.py), and judge it
+    # --accel-count: count each perf test's work under callgrind (judgement/counts.py), and judge it
     count: bool = field(metadata=_switch("--accel-count", _COUNT_HELP))
     # --accel-trace: the Chrome trace of each regressed workload goes there
     trace_dir: Path | None = field(metadata=_output(
