@@ -56,7 +56,7 @@ class VerdictPolicy:
     # recordings' own spread, where wider). Measured: unchanged SDPA moved 0.032% at most (docs/studies/counted-work).
     count_margin: float = 0.001
     # ... and never below this many instructions per call: the allocator's and the interpreter's paths move a
-    # tiny call's count from one process to the next. Measured: up to 406 per call (docs/studies/counted-work).
+    # tiny call's count from one process to the next. Measured: up to 88 per call (docs/studies/counted-work).
     count_floor: float = 1000.0
     # Simulated last-level cache misses per call beyond this fail: the same work gone to memory.
     # Measured: unchanged SDPA's misses repeated within 0.004% (docs/studies/counted-work).
