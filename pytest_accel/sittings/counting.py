@@ -4,7 +4,7 @@ calls counted instead of timed (``engine/counting.py``), read back into ``Count`
 One process per core, each a share of the selection: torch is imported once per process, uninstrumented,
 and a count does not depend on what runs beside it. Each runs one thread (``OMP_NUM_THREADS=1``,
 ``--accel-cpu-threads 1``): with two, OpenMP's waiting is counted and two processes' counts differ; and torch's
-portable kernels (``COUNTING_ENV``), ten times faster to count than its AVX2 ones. The
+portable kernels (``COUNTING_ENV``), far faster to count than its AVX2 ones. The
 cache simulated is fixed (``CACHE``), not the host's, so a count does not depend on which host of a kind
 took it. Where valgrind is missing or a process fails, ``CountRun.problem`` says why: nothing is counted,
 and nothing passes for counted.
@@ -38,8 +38,8 @@ CACHE = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
 COUNT_TIMEOUT_SECONDS = 1800
 # What a counting process runs with: one thread for every library torch may run on, and the portable kernels:
 # torch's default (not AVX2) ATen kernels, MKL and oneDNN at SSE4. valgrind runs AVX2's fused multiply-adds
-# through a helper call each: a math SDPA call counted on the AVX2 path took 12.4 s, on the portable path
-# 1.3 s (docs/studies/counted-work). The portable path is also the same on every x86-64 host.
+# through a helper call each, several times slower to count (docs/studies/counted-work); the portable path is
+# also the same on every x86-64 host.
 COUNTING_ENV = {
     "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
     "ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "ONEDNN_MAX_CPU_ISA": "SSE41",
