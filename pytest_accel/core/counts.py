@@ -3,7 +3,7 @@
 A ``Count`` holds callgrind's totals of ``calls`` counted calls of a workload (its events: ``Ir``
 instructions, and with the cache simulation the misses of each level), and callgrind's own
 per-function instruction totals of the functions that did most of the work. Counts do not depend on
-the host's load: a neighbour changes how long the calls take, not what they execute
+the host's load: another job beside them changes how long the calls take, not what they execute
 (docs/studies/counted-work). Pure: no torch, no pytest.
 """
 

@@ -1,7 +1,7 @@
 """Counted work on disk, one run's count verdicts (``rules/count.py`` judges each), and what a test's fixture
 does with them (``CountPlan``, ``counted``).
 
-A count that grew fails its test even where time passed or could not judge (a neighbour, an unsteady
+A count that grew fails its test even where time passed or could not judge (another job, an unsteady
 host): counts do not see the host. One that stayed while time regressed is said under the time failure,
 which stands: the same instructions do not prove the same speed (threads, waiting, a slower memory
 system, another process).
