@@ -110,8 +110,8 @@ GOLDEN = [
     (wording.count_grew("test_a[b]", "<key>", "<said>", ()),
      "perf work counted grew: test_a[b] (under <key>)\n  counted work: <said>", "count_grew_nothing_moved"),
     (wording.count_same_work("<said>"),
-     "the work counted is the same (<said>): the time moved without the instructions or the simulated misses: "
-     "threads, waiting, the memory system or the host", "count_same_work"),
+     "the work counted is the same (<said>): the time moved without the instructions (or the misses, where "
+     "simulated): threads, waiting, the memory system or the host", "count_same_work"),
     (wording.not_counted("valgrind is not on PATH"), "not counted: valgrind is not on PATH", "not_counted"),
 ]  # fmt: skip
 

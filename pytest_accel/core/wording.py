@@ -310,8 +310,8 @@ def count_grew(test: str, key: str, said: str, moved: tuple[str, ...]) -> str:
 
 def count_same_work(said: str) -> str:
     return (
-        f"the work counted is the same ({said}): the time moved without the instructions or the simulated "
-        "misses: threads, waiting, the memory system or the host"
+        f"the work counted is the same ({said}): the time moved without the instructions (or the misses, where "
+        "simulated): threads, waiting, the memory system or the host"
     )
 
 
