@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,6 +78,24 @@ def test_the_planted_commit_is_named_with_its_own_change(tmp_path: Path) -> None
     assert kinds[0] == "range" and kinds[-1] == "culprit" and "rest" in kinds
     assert answer["exit_code"] == 1 and answer["commits"][0] == shas[0] and len(answer["commits"]) == 7
     assert json.loads((repo / ".pytest-accel-bisect" / "bisect.json").read_text()) == answer
+    assert_nothing_left(repo)
+
+
+@pytest.mark.long
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_by_counts_every_step_is_decided_in_one_run_per_side_and_the_culprit_names_its_functions(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "project"
+    shas = project(repo, planted=2, commits=3)
+    done = bisect(repo, "--good", "good", "--count", "--json", str(tmp_path / "b.json"), *SELECTION)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f'culprit: {shas[2][:9]} "change 2", for 1 test(s):' in done.stdout
+    answer = json.loads((tmp_path / "b.json").read_text())
+    assert all(s["pairs"] == 1 for s in answer["sittings"])  # no step measured longer: counts decide at once
+    (finding,) = answer["findings"]["test_perf.py::test_work"]
+    assert finding["suspects"] == [shas[2]] and finding["culprit_alone"]["outcome"] == "regressed"
+    assert "builtin_sum" in done.stdout  # the culprit's own sitting: the functions whose counts grew
     assert_nothing_left(repo)
 
 

@@ -28,7 +28,7 @@ PURE = ("core", "storage", "judgement", "outputs")  # no torch, no pytest: teste
 
 # The face is two stacks, one folder each, that never import each other: the pytest plugin (pytest
 # loads plugin/__init__, which registers the session, which connects the parts) and the command line
-# (commands/: cli -> bisect -> bisectsteps -> ab -> absides -> abworker). A module may import face
+# (commands/: cli -> bisect -> bisectsteps -> ab -> abcount -> absides -> abworker). A module may import face
 # modules of its own stack on a lower tier only; a new face module needs a place.
 FACE_MODULES = {
     # the pytest plugin
@@ -45,11 +45,13 @@ FACE_MODULES = {
     "commands": ("commands", 0),  # the folder's docstring
     "commands.abworker": ("commands", 0),  # a side's worker: standard library and pytest only
     "commands.absides": ("commands", 1),
-    "commands.ab": ("commands", 2),
-    "commands.bisectsteps": ("commands", 3),  # a bisect's sittings, each an ab sitting
-    "commands.bisect": ("commands", 4),  # the search of a range and its answer
-    "commands.cli": ("commands", 5),
-    "__main__": ("commands", 6),
+    "commands.abtracks": ("commands", 1),  # one test over a sitting: pure
+    "commands.abcount": ("commands", 2),  # ab by the work counted: each side's run read into verdicts
+    "commands.ab": ("commands", 3),
+    "commands.bisectsteps": ("commands", 4),  # a bisect's sittings, each an ab sitting
+    "commands.bisect": ("commands", 5),  # the search of a range and its answer
+    "commands.cli": ("commands", 6),
+    "__main__": ("commands", 7),
 }
 SESSION_LINES = 250  # the face only wires: logic lives in the layers and parts it connects
 

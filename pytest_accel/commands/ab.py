@@ -7,7 +7,8 @@ side's runs are forks of a worker process of its own (abworker.py), a fresh work
 runs: process start and the libraries' imports are paid once per worker, and every run starts from
 the same state, nothing of the project imported. Each run writes its
 ``--accel-json`` against an empty baseline folder, so no stored baseline judges anything:
-``judgement.paired`` compares the two sides, pair by pair, and says when to stop.
+``judgement.paired`` compares the two sides, pair by pair, and says when to stop. With ``--count``
+the sitting is one counting run per side instead, each test decided by its instructions (abcount.py).
 
 Exit codes compose with ``git bisect run``: 0 no regression, 1 a regression, 125 inconclusive (or
 the head could not be measured: bisect skips that commit), 2 bad input or a base that cannot be
@@ -29,6 +30,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, final
 
+from pytest_accel.commands.abcount import COUNT_ARGS, RECORD_ARGS, counted_tests, instructions
 from pytest_accel.commands.absides import (
     EXIT_INCONCLUSIVE,
     EXIT_INTERRUPTED,
@@ -45,15 +47,14 @@ from pytest_accel.commands.absides import (
     run_process,
     worktree,
 )
+from pytest_accel.commands.abtracks import Key, Track
 from pytest_accel.core.measurement import Measurement, display_name, short_names
 from pytest_accel.core.operator_table import absent_line, explain
-from pytest_accel.core.outcomes import PAIRED, Outcome, Verdict
-from pytest_accel.core.stats import median
+from pytest_accel.core.outcomes import PAIRED, Outcome
 from pytest_accel.core.units import format_change, format_percent_change, format_rate, format_seconds
 from pytest_accel.judgement.comparison import COMPARISON_FILE, COMPARISON_SCHEMA
 from pytest_accel.judgement.paired import PairedVerdict, SequentialPlan, judge_pairs
 from pytest_accel.judgement.results import merged_document, save_results
-from pytest_accel.judgement.verdict import Observation, VerdictPolicy, judge_memory
 from pytest_accel.outputs.pages import markdown_table
 from pytest_accel.storage.files import encode, write_atomically
 
@@ -100,6 +101,7 @@ class ABSettings:
     earlier: Mapping[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)
     sitting_pairs: int | None = None
     final: bool = True
+    count: bool = False  # decide by the work counted: one run per side, no pairs (abcount.py)
 
     @property
     def budget(self) -> tuple[int, float | None]:
@@ -160,67 +162,6 @@ def prepared_sides(settings: ABSettings) -> Iterator[tuple[Side, Side]]:
             Side("head", head_label, head_commit, head_root, head_root / here, head_python,
                  checkout_of=stands_in["head"]),
         )  # fmt: skip
-
-
-Key = tuple[str, str]  # (test id, metric)
-
-
-@dataclass
-class Track:
-    """One test and metric over the sitting."""
-
-    key: Key
-    base: list[Measurement] = field(default_factory=list)
-    head: list[Measurement] = field(default_factory=list)
-    log_ratios: list[float] = field(default_factory=list)
-    verdict: PairedVerdict = field(default_factory=lambda: PairedVerdict(Outcome.PENDING, 0))
-    operators: tuple[str, ...] = ()  # a regression's operator diff, base -> head (Sitting.explain)
-    failed_on: str = ""  # the side ("base" or "head") whose run of this test failed; "" when none did
-
-    @property
-    def memory(self) -> Verdict | None:
-        """Peak memory, head against base: the gate's rule on each side's median peak; None when unknown."""
-        if not self.log_ratios:
-            return None
-
-        def peak(side: list[Measurement]) -> int | None:
-            known = [m.peak_memory_bytes for m in side if m.peak_memory_bytes is not None]
-            return round(median(known)) if known else None
-
-        head, base = (
-            Observation((), peak_memory_bytes=peak(self.head)),
-            Observation((), peak_memory_bytes=peak(self.base)),
-        )
-        return judge_memory(head, base, VerdictPolicy())
-
-    @property
-    def regressed(self) -> bool:
-        memory = self.memory
-        return self.verdict.outcome is Outcome.REGRESSED or (memory is not None and memory.outcome is Outcome.REGRESSED)
-
-    @staticmethod
-    def figure(measurement: Measurement) -> float:
-        """A process's figure: its median probe-normalised time per call."""
-        return median(measurement.compared_samples)
-
-    def to_dict(self) -> dict[str, Any]:
-        def rates(side: list[Measurement]) -> float | None:
-            return median([m.items_per_second for m in side]) if side else None
-
-        unit = (self.base or self.head)[0].unit if (self.base or self.head) else ""
-        return {
-            "test": self.key[0],
-            "metric": self.key[1],
-            "unit": unit,
-            **self.verdict.to_dict(),
-            "base_items_per_second": rates(self.base),
-            "head_items_per_second": rates(self.head),
-            "base_figures": [self.figure(m) for m in self.base],
-            "head_figures": [self.figure(m) for m in self.head],
-            "log_ratios": self.log_ratios,
-            "memory": None if self.memory is None else self.memory.to_dict(),
-            "operators": list(self.operators),
-        }
 
 
 def _selected_nothing(run: ProcessRun) -> bool:
@@ -358,7 +299,33 @@ class Sitting:
     def pending(self) -> list[Track]:
         return [t for t in self.tracks.values() if t.verdict.outcome is Outcome.PENDING]
 
+    def count(self) -> None:
+        """``--count``: the base's counts recorded in one run, the head's judged against them in another;
+        every test decided at once (abcount.py), its moved functions in place of an operator diff."""
+        store, runs = self.scratch / "counts", {}
+        for name, extra in (("base", RECORD_ARGS), ("head", ())):
+            stem = self.scratch / "runs" / f"{name}-count"
+            args = [*self.settings.pytest_args, *COUNT_ARGS, *extra]
+            runs[name] = run_process(self.sides[name], args, stem.with_suffix(".json"), stem.with_suffix(".log"),
+                                     store, self.settings.budget)  # fmt: skip
+            _usable(runs[name], self.sides[name])
+            self.runs[name].append(runs[name])
+        self.pairs, self.stop_reason = 1, "every test counted"
+        self.pair_seconds.append(time.monotonic() - self.started)
+        for key, found in counted_tests(runs["base"], runs["head"]).items():
+            ratio, regressed = found.verdict.ratio, found.verdict.outcome is Outcome.REGRESSED
+            self.tracks[key] = Track(
+                key, verdict=found.verdict, failed_on=found.failed_on, count=found.count,
+                log_ratios=[math.log(ratio)] if ratio is not None and 0 < ratio < math.inf else [],
+                operators=found.count.moved if regressed and found.count is not None else (),
+            )  # fmt: skip
+        if not self.tracks:
+            raise ABError("the selection measured nothing on either side (no test called throughput)")
+
     def run(self, progress: Any) -> None:
+        if self.settings.count:
+            self.count()
+            return
         plan, budget = self.settings.plan, self.settings.max_minutes * 60
         cap = self.settings.sitting_pairs or plan.max_pairs
         while True:
@@ -487,7 +454,13 @@ def table(sitting: Sitting) -> tuple[list[str], list[list[str]]]:
         if memory is not None and memory.outcome is Outcome.REGRESSED:
             peak = "regressed" if peak == "-" else f"{peak} (regressed)"  # from 0 bytes: no percentage
         name = display_name(*track.key) if track.key[1] != "-" else track.key[0]
+        if sitting.settings.count:  # the work counted: instructions per call, exact, no pairs or interval
+            cells = instructions(track.count)
+            rows.append([name, cells["base"], cells["head"], cells["change"], verdict.outcome.value])
+            continue
         rows.append([name, rate["base"], rate["head"], change, str(len(track.log_ratios)), verdict.outcome.value, peak])
+    if sitting.settings.count:
+        header = [*header[:4], "verdict (work counted)"]
     return header, rows
 
 
@@ -502,17 +475,19 @@ def write_outputs(sitting: Sitting, code: int) -> str:
             counts["regressed in peak memory"] = counts.get("regressed in peak memory", 0) + 1
     summary = (
         f"{', '.join(f'{n} {outcome}' for outcome, n in sorted(counts.items()))}"
-        f" after {sitting.pairs} pair(s) in {format_seconds(time.monotonic() - sitting.started)}"
-        f" ({sitting.stop_reason}); exit {code}"
+        f" after {'one counting run per side' if settings.count else f'{sitting.pairs} pair(s)'}"
+        f" in {format_seconds(time.monotonic() - sitting.started)} ({sitting.stop_reason}); exit {code}"
     )
     text = markdown_table(header, rows) + "\n" + summary + "\n"
     text += "".join(f"{line}\n" for line in sitting.notes())
     for key, track in sorted(sitting.tracks.items()):
         if track.operators:
-            text += f"\n{display_name(*key)}, operators (base -> head):\n\n```\n" + "\n".join(track.operators)
+            moved = "functions that moved most" if settings.count else "operators"
+            text += f"\n{display_name(*key)}, {moved} (base -> head):\n\n```\n" + "\n".join(track.operators)
             text += "\n```\n" + (f"traces: {out}/traces/base, {out}/traces/head\n" if (out / "traces").is_dir() else "")
     document = {
         "schema": COMPARISON_SCHEMA,
+        "by": "count" if settings.count else "time",
         "base": sitting.sides["base"].describe(),
         "head": sitting.sides["head"].describe(),
         "pytest_args": list(settings.pytest_args),
@@ -551,11 +526,12 @@ def _prepare_out(out: Path) -> None:
     """``--out`` holds only ab's own files: refuse a folder with anything else in it."""
     if out.exists() and not out.is_dir():
         raise ABError(f"--out {out}: exists and is not a folder")
-    ours = {"base.json", "head.json", COMPARISON_FILE, "comparison.md", "runs", "empty-baselines", "traces"}
+    ours = {"base.json", "head.json", COMPARISON_FILE, "comparison.md", "runs", "empty-baselines", "traces", "counts"}
     if out.is_dir() and (foreign := sorted(p.name for p in out.iterdir() if p.name not in ours)):
         raise ABError(f"--out {out}: holds files ab did not write ({', '.join(foreign[:3])}); choose another folder")
     shutil.rmtree(out / "runs", ignore_errors=True)
     shutil.rmtree(out / "traces", ignore_errors=True)
+    shutil.rmtree(out / "counts", ignore_errors=True)  # a sitting's base recording judges only its own head
     out.mkdir(parents=True, exist_ok=True)
 
 
@@ -580,7 +556,7 @@ def sit(settings: ABSettings) -> tuple[Sitting, int, str]:
         try:
             sitting.run(_progress)
             sitting.close()
-            if settings.operators:
+            if settings.operators and not settings.count:  # counts name their functions themselves
                 sitting.explain()
         finally:
             sitting.close()

@@ -42,6 +42,7 @@ class BisectSettings:
     reuse: int = 5
     min_rounds: int = 10
     measure_seconds: float | None = None
+    count: bool = False  # each sitting decides by the work counted (ab --count): one run per side, no retries
 
 
 @final
@@ -199,6 +200,7 @@ class Bisect:
             reuse=self.settings.reuse,
             min_rounds=self.settings.min_rounds,
             measure_seconds=self.settings.measure_seconds,
+            count=self.settings.count,
             earlier=dict(earlier or {}),
             sitting_pairs=first * 2 ** (try_ or 0),
             final=try_ is None or try_ >= tries - 1,

@@ -310,6 +310,7 @@ def _sitting_options(options: argparse.Namespace) -> dict[str, object]:
         "reuse": options.reuse,
         "min_rounds": options.min_rounds,
         "measure_seconds": options.measure_seconds,
+        "count": options.count,
     }
 
 
@@ -454,6 +455,12 @@ def _add_sitting_options(parser: argparse.ArgumentParser, out: str, max_pairs: i
         default=5,
         help="runs of the selection per side's process before a fresh one: imports are paid once per process"
         " (5; 1: a fresh process every run)",
+    )
+    parser.add_argument(
+        "--count",
+        action="store_true",
+        help="decide by the work counted (instructions under callgrind, --accel-count), not by time: one run per"
+        " side, the base's counts recorded and the head's judged, each test decided at once (CPU; needs valgrind)",
     )
     parser.add_argument(
         "--no-operators",
