@@ -574,14 +574,21 @@ def test_a_test_whose_id_starts_another_kept_ones_id_is_not_deselected() -> None
     assert kept == ["--deselect", "t.py::test_a", "--deselect", "t.py::test_work_fast"]
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
-def test_count_decides_by_the_work_counted_in_one_run_per_side(repo: Path) -> None:
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+
+
+@pytest.mark.long
+@needs_valgrind
+def test_count_of_the_same_code_on_both_sides_is_unchanged(repo: Path) -> None:
     same = ab(repo, "--count", "--base", "good", *SELECTION, timeout=600)
     assert same.returncode == 0, same.stdout + same.stderr
     assert "| unchanged |" in same.stdout and "instr/call" in same.stdout
     assert "after one counting run per side" in same.stdout
 
+
+@pytest.mark.slow
+@needs_valgrind
+def test_count_decides_by_the_work_counted_in_one_run_per_side(repo: Path) -> None:
     (repo / "kernel.py").write_text(KERNEL.format(slow=3))  # three times the work: the same Python, counted
     grown = ab(repo, "--count", "--base", "good", *SELECTION, timeout=600)
     assert grown.returncode == 1, grown.stdout + grown.stderr

@@ -125,13 +125,6 @@ def test_items_count_every_rank() -> None:
     assert fixture(work, items=2, unit="rows").items_per_call == 8
 
 
-def test_xdist_workers_are_refused() -> None:
-    fixture, recorded = make(xdist_workers=2)
-    with pytest.raises(pytest.fail.Exception, match="-n 0"):
-        fixture(work, items=1, unit="calls")
-    assert recorded == []
-
-
 def test_one_name_per_measurement() -> None:
     fixture, _ = make()
     fixture(work, items=1, unit="calls")

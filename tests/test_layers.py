@@ -39,8 +39,9 @@ FACE_MODULES = {
     "plugin.plans": ("plugin", 1),  # what a test takes beside its figure (operator tables, structural record)
     "plugin.finish": ("plugin", 1),  # the run's figures, files and closing lines
     "plugin.parts": ("plugin", 1),  # the device, stores and gates, built lazily
-    "plugin.session": ("plugin", 2),  # the wiring: hooks that connect the parts
-    "plugin": ("plugin", 3),  # pytest's entry: options, fixtures, registers the session
+    "plugin.workers": ("plugin", 2),  # xdist: each worker's card or cores, what workers tell the controller
+    "plugin.session": ("plugin", 3),  # the wiring: hooks that connect the parts
+    "plugin": ("plugin", 4),  # pytest's entry: options, fixtures, registers the session
     # the command line
     "commands": ("commands", 0),  # the folder's docstring
     "commands.abworker": ("commands", 0),  # a side's worker: standard library and pytest only

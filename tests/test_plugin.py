@@ -152,15 +152,6 @@ def test_an_out_of_memory_error_frees_the_frames_of_the_errors_it_wraps() -> Non
     assert refs[0]() is None
 
 
-@pytest.mark.filterwarnings("ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_xdist_workers_refuse_to_measure(perf_pytester: pytest.Pytester, workers: str) -> None:
-    perf_pytester.makepyfile(PERF_TEST + "\ndef test_plain():\n    pass\n")
-    result = perf_pytester.runpytest("--device", "cpu", "-n", workers, *FAST_OPTIONS)
-    result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines([f"*does not measure under xdist: this run has {workers} worker(s)*-n 0*"])
-
-
 def test_accel_json_holds_results_and_provenance(perf_pytester: pytest.Pytester) -> None:
     perf_pytester.makepyfile(PERF_TEST)
     result = perf_pytester.runpytest("--device", "cpu", "--accel-json", "out.json", *FAST_OPTIONS)

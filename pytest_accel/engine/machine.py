@@ -140,14 +140,29 @@ def _fresh_memory() -> None:
 _PROC = Path("/proc")
 
 
-def _cpu_jiffies(proc: Path) -> tuple[int, int] | None:
-    """(busy, total) clock ticks of all CPUs since boot, from /proc/stat; None where it is unreadable."""
+def _cpu_jiffies(proc: Path, cpus: frozenset[int] | None = None) -> tuple[int, int] | None:
+    """(busy, total) clock ticks since boot of all CPUs, or of ``cpus`` only (the ones this process may run on:
+    an xdist sibling on its own cores is not this process's neighbour), from /proc/stat; None where unreadable."""
     try:
-        fields = [int(x) for x in (proc / "stat").read_text().splitlines()[0].split()[1:]]
+        lines = (proc / "stat").read_text().splitlines()
+        per_cpu = [line for line in lines if line.startswith("cpu") and line[3:4].isdigit()]
+        rows = [lines[0]] if cpus is None else [line for line in per_cpu if int(line.split()[0][3:]) in cpus]
+        columns = [[int(x) for x in row.split()[1:]] for row in rows]
     except (OSError, ValueError, IndexError):
         return None
+    if not columns:
+        return None
+    fields = [sum(values) for values in zip(*columns, strict=False)]
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
     return sum(fields[:8]) - idle, sum(fields[:8])  # user..steal; guest time is already in user
+
+
+def _own_cpus() -> frozenset[int] | None:
+    """The CPUs this process may run on when that is fewer than the host's (None: all of them)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = frozenset(os.sched_getaffinity(0))
+    return allowed if len(allowed) < (os.cpu_count() or len(allowed)) else None
 
 
 def _own_jiffies(proc: Path, pid: int) -> int:
@@ -174,19 +189,20 @@ class HostShare:
     its children (0: alone; 0.5 on 2 cores: another process kept one core busy).
     """
 
-    def __init__(self, proc: Path = _PROC, pid: int | None = None) -> None:
+    def __init__(self, proc: Path = _PROC, pid: int | None = None, cpus: frozenset[int] | None = None) -> None:
         self._proc = proc
         self._pid = os.getpid() if pid is None else pid
+        self._cpus = _own_cpus() if cpus is None and proc == _PROC else cpus  # the cores this process may use
         self._start: tuple[int, int, int] | None = None
 
     def start(self) -> None:
         """Read the counters."""
-        host = _cpu_jiffies(self._proc)
+        host = _cpu_jiffies(self._proc, self._cpus)
         self._start = None if host is None else (*host, _own_jiffies(self._proc, self._pid))
 
     def stop(self) -> float | None:
         """The share of the host's CPU time others used since ``start``; None when unknown."""
-        host = _cpu_jiffies(self._proc)
+        host = _cpu_jiffies(self._proc, self._cpus)
         if host is None or self._start is None:
             return None
         busy, total, own = (

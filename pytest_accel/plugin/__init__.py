@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_accel.engine.cards import pin_worker_cpus
 from pytest_accel.engine.devices.hostalloc import as_the_user_set, ask_for_huge_pages, torch_importers
 from pytest_accel.engine.processes import watch_lifeline
 from pytest_accel.plugin.options import MARKER_SETTINGS, SETTINGS
+from pytest_accel.plugin.workers import auto_workers, place_workers
 
 if TYPE_CHECKING:
     from pytest_accel.engine.devices.base import Device
@@ -45,7 +47,9 @@ def _option_taken(parser: pytest.Parser, name: str) -> bool:
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> Generator[None]:
     """Add the short ``--device`` once conftests had their say: a project's own ``--device`` wins.
 
-    Before them, as they may import torch: the steady host allocator's huge pages (hostalloc)."""
+    Before them, as they may import torch: the steady host allocator's huge pages (hostalloc), and in an xdist
+    worker on the CPU its own cores (plugin/workers.py)."""
+    pin_worker_cpus(os.environ)
     setting = SETTINGS["host_allocator"]
     mode = getattr(early_config.known_args_namespace, setting.dest, None) or early_config.getini(str(setting.ini))
     importers = None
@@ -88,6 +92,27 @@ def pytest_configure(config: pytest.Config) -> None:
     session = AccelSession(config, config.stash.get(EARLY_KEY, ({}, None)))
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "accel-session")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In an xdist worker, pytest-benchmark's timing as the command line asked: it turns itself off under xdist
+    because workers would share one device; here each has its own card or cores (plugin/workers.py)."""
+    benchmark = getattr(session.config, "_benchmarksession", None)
+    if benchmark is not None and hasattr(session.config, "workerinput") and not benchmark.skip:
+        option = session.config.option
+        benchmark.disabled = bool(option.benchmark_disable and not option.benchmark_enable)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own answer, the CPU count
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` with ``--device cuda|hpu``: one xdist worker per visible card (plugin/workers.py)."""
+    return auto_workers(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: Sequence[Any]) -> None:
+    """Each xdist worker pinned to its own card (or cores) before its Python starts (plugin/workers.py)."""
+    place_workers(config, specs)
 
 
 @pytest.fixture(scope="session")

@@ -110,6 +110,8 @@ class RunFiles:
     # environments of recordings are kept; None: not taken (no device resolved)
     environment: Callable[[], Environment] | None = None
     environments: EnvironmentStore | None = None
+    # An xdist controller's device, as its workers described it: (kind, key, provenance); the controller has none
+    described: tuple[str, str, Mapping[str, str]] | None = None
 
     def _provenance(self, device: Device) -> dict[str, str]:
         """The device's provenance with the environment's digest (``RunParts.provenance``)."""
@@ -147,7 +149,9 @@ class RunFiles:
 
     def key(self) -> str:
         """The device key, or the ``--device`` choice when no device was resolved."""
-        return self.device.key() if self.device is not None else self.options.device
+        if self.device is None:
+            return self.described[1] if self.described is not None else self.options.device
+        return self.device.key()
 
     def _device(self) -> Device:
         assert self.device is not None, "only runs that measured write baselines"
@@ -161,11 +165,14 @@ class RunFiles:
 
     def write_results(self, path: Path) -> None:
         """``--accel-json``: every measurement with its verdict and the run's provenance."""
+        kind, key, provenance = self.described or (self.options.device, None, {})
+        if self.device is not None:
+            kind, key, provenance = self.device.kind, self.device.key(), self._provenance(self.device)
         document = results_document(
             self.recorded,
-            device_kind=self.device.kind if self.device is not None else self.options.device,
-            device_key=self.device.key() if self.device is not None else None,
-            provenance=self._provenance(self.device) if self.device is not None else {},
+            device_kind=kind,
+            device_key=key,
+            provenance=provenance,
             profile=self.options.profile,
             world_size=self.world_size,
             waited=self.waited,

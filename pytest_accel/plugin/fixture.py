@@ -196,7 +196,6 @@ class Throughput:
         judge: Judge,
         record: Record,
         items_scale: int = 1,
-        xdist_workers: int = 0,
         operators: OperatorPlan | None = None,
         structure: StructurePlan | None = None,
         progress: Callable[[str, str], None] = lambda phase, detail: None,
@@ -215,7 +214,6 @@ class Throughput:
         self._judge = judge
         self._record = record
         self._items_scale = items_scale  # under torchrun: every rank's items count (the world size)
-        self._xdist_workers = xdist_workers  # > 0 when this process is an xdist worker: refused
         self._probes: dict[str, Callable[[], Any]] | None = None  # the machine-state probes, made once
         self._snapshot: StateSnapshot | None = None  # the probes read while waiting for quiet
         self._operators = operators
@@ -253,15 +251,6 @@ class Throughput:
         last-level cache before every timed call, outside the timed region. Both are recorded with
         the figure (engine/modes.py).
         """
-        workers = self._xdist_workers
-        if workers:
-            # Parallel workers contend for the device; pytest-benchmark also disables itself under
-            # xdist, so a "measured" run would silently be an untimed one. Refuse, loudly.
-            pytest.fail(
-                f"pytest-accel does not measure under xdist: this run has {workers} worker(s), which would "
-                "contend for the device and skew every figure. Run perf tests with -n 0 (or -p no:xdist).",
-                pytrace=False,
-            )
         problem = _argument_problem(items, unit, flops, bytes_moved, name, extra) or _mode_problem(
             timing, cold, pipelined
         )

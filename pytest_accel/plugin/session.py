@@ -9,6 +9,7 @@ from those parts.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, final
 
@@ -27,6 +28,7 @@ from pytest_accel.plugin.options import AccelOptions
 from pytest_accel.plugin.parts import RunParts
 from pytest_accel.plugin.plans import count_plan, counts, operator_plan, structure_plan, takes_structures
 from pytest_accel.plugin.status import LiveStatus
+from pytest_accel.plugin.workers import Workers, is_worker, worker_output
 from pytest_accel.sittings.calibrate import StandardLoad
 
 __all__ = ["PERF_FIXTURE", "AccelSession", "is_perf_item"]
@@ -42,12 +44,6 @@ def is_perf_item(item: pytest.Item) -> bool:
 def _marker(item: pytest.Item) -> dict[str, Any]:
     marker = item.get_closest_marker("perf")
     return dict(marker.kwargs) if marker is not None else {}
-
-
-def _xdist_workers(config: pytest.Config) -> int:
-    """How many xdist workers this run has (0 when this process is not an xdist worker)."""
-    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-    return int(workerinput.get("workercount", 1)) if workerinput is not None else 0
 
 
 @final
@@ -68,7 +64,8 @@ class AccelSession:
         self.collected: set[str] = set()  # every test collected, selected or not
         self.figures = RunFigures(parts.device, parts.store, options.profile, parts.world_size)
         self.load: StandardLoad | None = None  # --accel-calibrate's, while it runs
-        if options.device != "auto":
+        self.workers = Workers.of_run(config, options)  # an xdist controller's; None: this process measures
+        if options.device != "auto" and self.workers is None:
             parts.device()  # an explicit request is checked before anything runs (exit code 4)
 
     def throughput(self, item: pytest.Item, benchmark: Any) -> Throughput:
@@ -83,7 +80,6 @@ class AccelSession:
             judge=lambda first, again, state: parts.gate().judge(item.nodeid, first, policy, again, state),
             record=lambda measurement, verdict: self._record(item, measurement, verdict),
             items_scale=parts.world_size,
-            xdist_workers=_xdist_workers(self.config),
             operators=operator_plan(options, item.nodeid, alone, self.traces.append, self.config.option.verbose > 0),
             structure=structure_plan(options, item.nodeid, marker, alone, parts.structure_gate),
             progress=self._live(item.nodeid),
@@ -205,11 +201,11 @@ class AccelSession:
                 terminalreporter.write_line(problem, red=True)
             return
         terminalreporter.write_sep("=", "accel measurements")
-        key = self.parts.key()
+        key = self.parts.key() if self.workers is None else self.workers.key(self.options.device)
         waits, sittings = self.parts.waits(), self.parts.sittings()
         new = [r.test for r in self.recorded if r.verdict is not None and r.verdict.time.abstention is not None
                and r.verdict.time.abstention.cause is Cause.NO_BASELINE]  # fmt: skip
-        baselined = {test for test, _ in self.parts.baselines()} if new else set()  # loaded: a figure was judged
+        baselined = {test for test, _ in self.parts.baselines()} if new and not self.workers else set()  # judged
         lines = summary_lines(
             self.recorded, key, self.options, self.traces, self.problems, self.unwritten, waits, sittings,
             orphaned_tests(baselined, self.collected, new),
@@ -229,17 +225,25 @@ class AccelSession:
             self.load.stop()
             if self.load.failure:
                 self.problems.append(f"accel: {self.load.failure}: the calibration may not have seen it")
-        if hasattr(self.config, "workerinput") or not self.reports:
+        if not self.reports:
             return
-        reporter, parts = self.config.pluginmanager.get_plugin("terminalreporter"), self.parts
+        reporter, parts, options = self.config.pluginmanager.get_plugin("terminalreporter"), self.parts, self.options
+        if self.workers is not None:  # the workers recorded the baselines; the controller writes the run's files
+            self.recorded, options = self.workers.in_order(self.recorded), replace(options, update=False)
+            self.problems += self.workers.problems()
+        elif is_worker(self.config):  # each worker records its own figures (merged under a lock); no run files
+            options = replace(options, json_path=None, markdown_path=None)
         files = RunFiles(
-            self.options, self.recorded, parts.resolved, parts.baselines, parts.store, parts.structures,
+            options, self.recorded, parts.resolved, parts.baselines, parts.store, parts.structures,
             parts.structure_gate_taken, parts.structure_key, parts.world_size, self.config.rootpath,
             say=lambda line: reporter.write_line(f"accel: {line}") if reporter is not None else None,
-            waited=sum(w.seconds for w in parts.waits()),
+            waited=sum(w.seconds for w in parts.waits()) + (self.workers.waited() if self.workers else 0.0),
             environment=parts.environment if parts.resolved is not None else None, environments=parts.environments,
+            described=self.workers.described() if self.workers is not None else None,
         )  # fmt: skip
-        self.unwritten = files.write()
+        self.unwritten = files.write() + (self.workers.unwritten() if self.workers is not None else [])
+        if is_worker(self.config):
+            worker_output(self.config, parts, self.problems, self.unwritten)
         if self.options.update and (where := parts.write_counts()) is not None and reporter is not None:
             reporter.write_line(f"accel: counted work recorded: {where}")
         if self.unwritten:

@@ -57,13 +57,20 @@ class HostTimer:
 
 
 def default_cpu_threads() -> int:
-    """Half the cores, at least one: torch threads that must wait for each other on a busy core spoil timing.
+    """Half the allowed cores, at least one: torch threads that must wait for each other on a busy core spoil timing.
 
     Measured on a 2-core VM (docs/measurements.md, "Why the CPU runs torch on half its cores"): SDPA on
     one thread varied across runs a third as much as on two, and its ratio to an interleaved matmul probe
     held steadier still.
     """
-    return max(1, (os.cpu_count() or 1) // 2)
+    return max(1, allowed_cpus() // 2)
+
+
+def allowed_cpus() -> int:
+    """The cores this process may run on: its affinity (an xdist worker's own slice, a container's cpuset)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def cpu_model_name() -> str:

@@ -1,0 +1,191 @@
+"""pytest-xdist's hooks: each worker its own card (or its own cores), placed before its Python starts.
+
+``-n N`` with ``--device cuda|hpu``: worker ``i`` gets the caller's ``i``-th visible card through the
+vendor's variable, set in the XSpec's environment (engine/cards.py), so the worker's torch, bridge and
+conftests see that card alone, as card 0. ``-n auto``: one worker per visible card. With ``--device cpu``
+each worker gets a contiguous slice of the allowed CPUs, bound by the worker itself when its plugin
+configures. A worker's measurements reach the controller on its test reports; what the controller cannot
+see (the device, its provenance, what was written) comes back in ``workeroutput`` (``worker_output``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, final
+
+import pytest
+
+from pytest_accel.engine.cards import (
+    CARD_VARIABLES,
+    WORKER_CARD_ENV,
+    WORKER_CPUS_ENV,
+    CardError,
+    assign_cards,
+    card_count,
+    core_slices,
+    visible_cards,
+)
+
+if TYPE_CHECKING:
+    from pytest_accel.judgement.results import Recorded
+    from pytest_accel.plugin.options import AccelOptions
+    from pytest_accel.plugin.parts import RunParts
+
+__all__ = [
+    "WORKER_OUTPUT",
+    "Workers",
+    "auto_workers",
+    "is_controller",
+    "is_worker",
+    "place_workers",
+    "worker_card",
+    "worker_output",
+    "xdist_problem",
+]
+
+WORKER_OUTPUT = "accel"  # the key of a worker's JSON in ``config.workeroutput``
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def is_controller(config: pytest.Config) -> bool:
+    """Whether this process hands the tests to xdist workers (and measures nothing itself)."""
+    return not is_worker(config) and config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+
+
+def worker_card() -> str | None:
+    """This worker's card, as the caller named it (an index, a UUID, a module id); None outside a worker."""
+    return os.environ.get(WORKER_CARD_ENV) or None
+
+
+def _kind(config: pytest.Config) -> str:
+    device = str(config.getoption("accel_device", None) or config.getini("accel_device") or "auto")
+    if device == "auto":
+        raise pytest.UsageError(
+            "pytest-accel under xdist (-n) places one worker per card: name the device (--device cuda, hpu or cpu)"
+        )
+    return device
+
+
+def _cards(kind: str) -> tuple[str, ...]:
+    return visible_cards(kind, os.environ, lambda: card_count(kind))
+
+
+def auto_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` on an accelerator: one worker per visible card (None: xdist's own count, the CPU's)."""
+    kind = str(config.getoption("accel_device", None) or config.getini("accel_device") or "auto")
+    return len(_cards(kind)) if kind in CARD_VARIABLES else None
+
+
+def place_workers(config: pytest.Config, specs: Sequence[Any]) -> None:
+    """Each worker's environment before it starts: its card's variable (cuda, hpu) or its cores (cpu)."""
+    kind = _kind(config)
+    try:
+        if kind in CARD_VARIABLES:
+            for spec, card in zip(specs, assign_cards(kind, _cards(kind), len(specs)), strict=True):
+                spec.env[CARD_VARIABLES[kind]] = card
+                spec.env[WORKER_CARD_ENV] = card
+        elif hasattr(os, "sched_getaffinity"):
+            for spec, cpus in zip(specs, core_slices(sorted(os.sched_getaffinity(0)), len(specs)), strict=True):
+                spec.env[WORKER_CPUS_ENV] = ",".join(map(str, cpus))
+    except CardError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
+def xdist_problem(options: AccelOptions) -> str | None:
+    """Why this run cannot be spread over xdist workers; None when it can."""
+    asked = [flag for flag, on in (("--accel-count", options.count), ("--accel-calibrate", options.calibrate),
+             ("--accel-stale/--accel-prune", options.stale)) if on]  # fmt: skip
+    if asked:
+        return f"{asked[0]} runs its own processes over the whole selection: not under xdist (-n); run it with -n 0"
+    if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        return "a torchrun rank cannot be spread over xdist workers: its cards are its ranks'; run it with -n 0"
+    return None
+
+
+def worker_output(
+    config: pytest.Config, parts: RunParts, problems: list[str], unwritten: list[tuple[str, str]]
+) -> None:
+    """A worker's description of its run for the controller: its device (None: it measured nothing), what
+    it could not write, its problems, how long it waited for quiet."""
+    output: dict[str, Any] | None = getattr(config, "workeroutput", None)
+    if output is None:
+        return
+    device = parts.resolved
+    described = (
+        None if device is None else [device.kind, device.key(), {**parts.provenance(), "card": worker_card() or "0"}]
+    )
+    output[WORKER_OUTPUT] = json.dumps({
+        "device": described, "problems": problems, "unwritten": [list(pair) for pair in unwritten],
+        "waited": sum(w.seconds for w in parts.waits()),
+    })  # fmt: skip
+
+
+@final
+class Workers:
+    """The xdist controller's view of its workers: the order of their tests, and what each said at its end."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.order: list[str] = []
+        self.ended: list[dict[str, Any]] = []
+        self.lost: list[str] = []  # workers that ended without saying anything (crashed, killed)
+
+    @classmethod
+    def of_run(cls, config: pytest.Config, options: AccelOptions) -> Workers | None:
+        """An xdist controller's view of its workers, registered for xdist's hooks; None in any other process.
+        A run that cannot be spread over workers is a usage error, in the controller and in each worker."""
+        if (is_worker(config) or is_controller(config)) and (problem := xdist_problem(options)) is not None:
+            raise pytest.UsageError(problem)
+        if not is_controller(config):
+            return None
+        workers = cls(config)
+        config.pluginmanager.register(workers, "accel-workers")
+        return workers
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        if not self.order:  # every worker collects the same tests, in the same order: a single-process run's
+            self.order = list(ids)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """A worker ended: what it measured on, what it wrote or could not, or that it said nothing."""
+        output = getattr(node, "workeroutput", None) or {}
+        text = output.get(WORKER_OUTPUT)
+        name = getattr(getattr(node, "gateway", None), "id", "a worker")
+        if not isinstance(text, str):
+            self.lost.append(f"accel: xdist worker {name} ended without its report ({error or 'no reason given'})")
+            return
+        self.ended.append({**json.loads(text), "worker": name})
+
+    def in_order(self, recorded: list[Recorded]) -> list[Recorded]:
+        """The measurements in the order a single-process run would have taken them."""
+        place = {test: index for index, test in enumerate(self.order)}
+        return sorted(recorded, key=lambda r: place.get(r.test, len(place)))
+
+    def described(self) -> tuple[str, str, dict[str, str]] | None:
+        """The device the workers measured on (kind, key, provenance with every worker's card), or None."""
+        devices = [(e["worker"], e["device"]) for e in self.ended if e.get("device")]
+        if not devices:
+            return None
+        kind, key, provenance = devices[0][1]
+        cards = ",".join(f"{worker}={device[2].get('card', '?')}" for worker, device in sorted(devices))
+        return kind, key, {**provenance, "card": "", "workers": cards}
+
+    def key(self, default: str) -> str:
+        described = self.described()
+        return described[1] if described is not None else default
+
+    def problems(self) -> list[str]:
+        return [*self.lost, *(problem for e in self.ended for problem in e.get("problems", []))]
+
+    def unwritten(self) -> list[tuple[str, str]]:
+        return [(str(what), str(why)) for e in self.ended for what, why in e.get("unwritten", [])]
+
+    def waited(self) -> float:
+        return float(sum(e.get("waited", 0.0) for e in self.ended))

@@ -1,0 +1,171 @@
+"""The suite spread over pytest-xdist workers, one card (or one slice of cores) each: the placement's pure
+logic, then real xdist workers: on the CPU, and on fake Gaudi cards (tests/fakes/habana.py) whose workers
+record the environment they saw before anything of theirs imported torch."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from support import FAST_OPTIONS, PERF_TEST
+
+from pytest_accel.engine.cards import CardError, assign_cards, core_slices, visible_cards
+from pytest_accel.engine.machine import _cpu_jiffies
+from pytest_accel.judgement.baselines import BaselineStore
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_the_cards_are_the_callers_visible_ones_in_order_else_every_card_counted() -> None:
+    assert visible_cards("cuda", {"CUDA_VISIBLE_DEVICES": "2, 5,7"}, lambda: 8) == ("2", "5", "7")
+    assert visible_cards("cuda", {"CUDA_VISIBLE_DEVICES": "GPU-1a,GPU-2b"}, lambda: 8) == ("GPU-1a", "GPU-2b")
+    assert visible_cards("hpu", {"HABANA_VISIBLE_MODULES": ""}, lambda: 8) == ()  # the caller hid every card
+    assert visible_cards("hpu", {}, lambda: 3) == ("0", "1", "2")
+
+
+def test_each_worker_gets_a_card_of_its_own_within_the_callers_restriction() -> None:
+    assert assign_cards("cuda", ("2", "5", "7"), 3) == ["2", "5", "7"]
+    assert assign_cards("hpu", tuple(map(str, range(8))), 2) == ["0", "1"]
+
+
+def test_more_workers_than_cards_names_both_counts_and_the_variable() -> None:
+    with pytest.raises(
+        CardError, match=r"-n 4: 4 workers but 3 cuda card\(s\) visible \(CUDA_VISIBLE_DEVICES: 2,5,7\)"
+    ):
+        assign_cards("cuda", ("2", "5", "7"), 4)
+    with pytest.raises(CardError, match="no hpu card is visible"):
+        assign_cards("hpu", (), 1)
+
+
+@given(st.sets(st.integers(0, 63), min_size=1), st.integers(1, 64))
+def test_core_slices_split_the_allowed_cpus_into_contiguous_even_slices(cpus: set[int], workers: int) -> None:
+    if workers > len(cpus):
+        with pytest.raises(CardError, match=f"{workers} workers but {len(cpus)} CPU"):
+            core_slices(sorted(cpus), workers)
+        return
+    slices = core_slices(sorted(cpus), workers)
+    assert [cpu for part in slices for cpu in part] == sorted(cpus)  # each CPU once, in order
+    assert max(map(len, slices)) - min(map(len, slices)) <= 1 and min(map(len, slices)) >= 1
+
+
+def test_the_host_share_of_a_pinned_process_reads_its_own_cores_only(tmp_path: Path) -> None:
+    (tmp_path / "stat").write_text(
+        "cpu  300 0 100 600 0 0 0 0 0 0\n"
+        "cpu0 200 0 100 0 0 0 0 0 0 0\n"  # a sibling worker kept cpu0 busy
+        "cpu1 100 0 0 600 0 0 0 0 0 0\n"
+    )
+    assert _cpu_jiffies(tmp_path) == (400, 1000)
+    assert _cpu_jiffies(tmp_path, frozenset({1})) == (100, 700)
+    assert _cpu_jiffies(tmp_path, frozenset({5})) is None  # no such CPU: unknown, not idle
+
+
+# Each worker writes what it saw when its conftest was imported: its pin, before torch.
+SEEN = """
+import json, os, sys
+sys.path.insert(0, {tests!r})
+seen = {{"card": os.environ.get("HABANA_VISIBLE_MODULES"), "torch": "torch" in sys.modules,
+        "cpus": sorted(os.sched_getaffinity(0))}}
+with open("seen-" + os.environ.get("PYTEST_XDIST_WORKER", "main") + ".json", "w") as f:
+    json.dump(seen, f)
+"""
+
+FAKE_CARDS = """
+from fakes.habana import FakeHabana
+fake = FakeHabana("gaudi2", True)
+sys.modules.update(fake.modules)
+"""
+
+HPU_TEST = """
+import pytest
+
+@pytest.mark.parametrize("n", range({tests}))
+def test_card(accel_device, n):
+    assert accel_device.kind == "hpu"
+"""
+
+
+def _seen(folder: Path) -> dict[str, dict[str, object]]:
+    """What each worker saw (the controller, which measures nothing, writes ``seen-main``)."""
+    return {path.stem.removeprefix("seen-"): json.loads(path.read_text()) for path in folder.glob("seen-gw*.json")}
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
+def test_cpu_workers_measure_on_their_own_cores_and_the_run_writes_one_table_one_file_and_every_baseline(
+    perf_pytester: pytest.Pytester,
+) -> None:
+    perf_pytester.makeconftest(SEEN.format(tests=str(TESTS)))
+    perf_pytester.makepyfile(test_a=PERF_TEST, test_b=PERF_TEST.replace("test_matmul", "test_matmul_too"))
+    run = ("--device", "cpu", "-n", "2", *FAST_OPTIONS, "--accel-json", "out.json", "--accel-baselines", "bl")
+    recorded = perf_pytester.runpytest_subprocess(*run, "--accel-update")
+    assert recorded.ret == 0, recorded.stdout.str()
+    entries = BaselineStore(perf_pytester.path / "bl").load(json.loads((perf_pytester.path / "out.json").read_text())
+                                                            ["device"]["key"], "smoke")  # fmt: skip
+    assert sorted(test.rpartition("::")[2] for test, _ in entries) == ["test_matmul", "test_matmul_too"]
+    seen = _seen(perf_pytester.path)
+    assert set(seen) == {"gw0", "gw1"}
+    cpus = [tuple(seen[w]["cpus"]) for w in ("gw0", "gw1")]  # type: ignore[arg-type]
+    assert not set(cpus[0]) & set(cpus[1]) and all(not info["torch"] for info in seen.values())
+
+    judged = perf_pytester.runpytest_subprocess(*run)
+    assert judged.ret == 0, judged.stdout.str()
+    assert judged.stdout.str().count("accel measurements") == 1  # one table, from the controller
+    document = json.loads((perf_pytester.path / "out.json").read_text())
+    assert [entry["test"].rpartition("::")[2] for entry in document["results"]] == ["test_matmul", "test_matmul_too"]
+    assert document["device"]["key"].startswith("cpu-") and "gw0=" in document["provenance"]["workers"]
+    assert all(entry["verdict"]["time"]["outcome"] != "new" for entry in document["results"])  # both were recorded
+
+
+def _pinned(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, visible: str, workers: str) -> list[str]:
+    """The cards a run's workers saw before anything imported torch (each asserting it had not)."""
+    pytester.makeconftest(SEEN.format(tests=str(TESTS)) + FAKE_CARDS)
+    pytester.makepyfile(test_cards=HPU_TEST.format(tests=8))
+    monkeypatch.setenv("HABANA_VISIBLE_MODULES", visible)  # the caller's own restriction
+    result = pytester.runpytest_subprocess("--device", "hpu", "-n", workers, "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    seen = _seen(pytester.path)
+    assert not any(info["torch"] for info in seen.values())  # the pin was there before torch
+    return sorted(str(info["card"]) for info in seen.values())
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
+def test_hpu_workers_are_pinned_to_distinct_cards_inside_the_callers_restriction_before_torch(
+    perf_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _pinned(perf_pytester, monkeypatch, "1,4,6", "3") == ["1", "4", "6"]
+
+
+@pytest.mark.long
+@pytest.mark.filterwarnings("ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
+def test_auto_is_one_worker_per_visible_card_eight_workers_eight_cards(
+    perf_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _pinned(perf_pytester, monkeypatch, "0,1,2,3,4,5,6,7", "auto") == [str(card) for card in range(8)]
+
+
+@pytest.mark.parametrize(
+    ("args", "visible", "message"),
+    [
+        (
+            ("--device", "hpu", "-n", "3"),
+            "0,1",
+            "*-n 3: 3 workers but 2 hpu card(s) visible (HABANA_VISIBLE_MODULES: 0,1)*",
+        ),
+        (("--device", "auto", "-n", "2"), "0,1", "*under xdist (-n) places one worker per card: name the device*"),
+        (("--device", "cpu", "-n", "2", "--accel-count"), "", "*--accel-count runs its own processes*-n 0*"),
+    ],
+)
+def test_a_run_that_cannot_be_placed_is_a_usage_error_naming_why(
+    perf_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], visible: str, message: str
+) -> None:
+    perf_pytester.makepyfile(PERF_TEST)
+    monkeypatch.setenv("HABANA_VISIBLE_MODULES", visible)
+    result = perf_pytester.runpytest_subprocess(*args, *FAST_OPTIONS)
+    assert result.ret in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR), result.stdout.str()
+    (result.stderr if result.ret == pytest.ExitCode.USAGE_ERROR else result.stdout).fnmatch_lines([message])
+    assert os.environ.get("HABANA_VISIBLE_MODULES") == visible
