@@ -8,8 +8,11 @@ import json
 import shutil
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_accel.judgement.counts import CountStore
+from pytest_accel.sittings.counting import shares_of
 
 # A test whose workload does more arithmetic when EXTRA_ADDS is set: a slowdown from the environment.
 WORKLOAD = """
@@ -67,3 +70,24 @@ def test_counting_without_valgrind_is_a_usage_error(perf_pytester: pytest.Pytest
     result = perf_pytester.runpytest_subprocess(*COUNT_ONLY)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*needs valgrind*apt-get install valgrind*"])
+
+
+SDPA = {"decode": 9e6, "prefill": 4.3e9, "sd3-128": 3.8e8, "sd3-256": 1.3e9, "m-decode": 2.7e7, "m-prefill": 4.8e9}
+
+
+def test_recorded_instructions_share_the_counting_out_evenly_in_the_selections_order() -> None:
+    tests = list(SDPA)
+    assert shares_of(tests, 2, {}) == [["decode", "sd3-128", "m-decode"], ["prefill", "sd3-256", "m-prefill"]]
+    shares = shares_of(tests, 2, SDPA)
+    loads = sorted(sum(SDPA[test] for test in share) for share in shares)
+    assert loads[1] / sum(loads) < 0.6  # in turn, one share held 93% of the work
+    assert all(share == [t for t in tests if t in share] for share in shares)
+    assert shares_of(tests, 2, {"decode": 1.0}) == shares_of(tests, 2, {})  # a test without a recording: in turn
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=4), st.floats(1, 1e10), min_size=1), st.integers(1, 8))
+def test_shares_hold_every_test_once(costs: dict[str, float], shares: int) -> None:
+    tests = list(costs)
+    for given_costs in (costs, {}):
+        split = shares_of(tests, shares, given_costs)
+        assert len(split) == shares and sorted(t for share in split for t in share) == sorted(tests)

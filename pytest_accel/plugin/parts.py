@@ -221,7 +221,8 @@ class RunParts:
             raise pytest.UsageError(
                 "counting the work (--accel-count, count=True) needs valgrind: apt-get install valgrind"
             )
-        run = count_selection(tests, self.config.rootpath, self.child_settings(), self.options.count_misses)
+        run = count_selection(tests, self.config.rootpath, self.child_settings(), self.options.count_misses,
+                              costs=self._count_costs(device.key()))  # fmt: skip
         # the counting process's environment is this run's with one thread and the portable kernels (COUNTING_ENV)
         plugins, variables = self.config.pluginmanager.list_name_plugin(), self._user_environ or dict(os.environ)
         ours = take_environment(self.config.rootpath, plugins, {**variables, **COUNTING_ENV}).digest
@@ -235,6 +236,19 @@ class RunParts:
         if run.problem is not None:
             return f"not counted: {run.problem}"
         return f"counted the work of {len(run.counts)} measurement(s) under callgrind in {run.seconds:.0f} s ({key})"
+
+    def _count_costs(self, device_key: str) -> dict[str, float]:
+        """Each test's last recorded instructions per call (its metrics together), to share the counting out
+        evenly; none where nothing is recorded or the file cannot be read (the gate says so later)."""
+        key = count_key(device_key, COUNTING_ENV["ATEN_CPU_CAPABILITY"], valgrind_version() or "unknown")
+        try:
+            stored = self.counts.load(key, self.options.profile, self.world_size)
+        except StoreError:
+            return {}
+        costs: dict[str, float] = {}
+        for (test, _), recordings in stored.items():
+            costs[test] = costs.get(test, 0.0) + recordings[-1].instructions
+        return costs
 
     def write_counts(self) -> str | None:
         """``--accel-update``: this run's counts appended to their recordings; where they went."""
