@@ -31,6 +31,7 @@ __all__ = [
     "core_slices",
     "pin_worker_cpus",
     "visible_cards",
+    "worker_card",
 ]
 
 CARD_VARIABLES = {"cuda": "CUDA_VISIBLE_DEVICES", "hpu": "HABANA_VISIBLE_MODULES"}
@@ -103,6 +104,11 @@ def card_count(kind: str) -> int:
     except Exception:  # no library (ModuleNotFoundError), no driver: the library's own error types
         return 0
     return 0
+
+
+def worker_card() -> str | None:
+    """This xdist worker's card, as the caller named it (an index, a UUID, a module id); None outside a worker."""
+    return os.environ.get(WORKER_CARD_ENV) or None
 
 
 def pin_worker_cpus(environ: Mapping[str, str]) -> tuple[int, ...] | None:

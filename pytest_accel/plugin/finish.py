@@ -18,6 +18,7 @@ from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE, Environment
 from pytest_accel.core.measurement import Measurement, display_name, throttle_problem
 from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.units import format_percent_change
+from pytest_accel.engine.cards import worker_card
 from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.machine import PEAK_FILE_ENV, MeasuredPeak, datasheet_peak, peak_figures, shared_peak
 from pytest_accel.engine.provenance import run_provenance
@@ -61,7 +62,10 @@ class RunFigures:
         self._peak: MeasuredPeak | None = None
 
     def add(self, test: str, result: Measurement) -> Measurement:
-        """``result`` with its %-of-peak and scaling figures in ``extra`` (a disabled one as it is)."""
+        """``result`` with its %-of-peak and scaling figures in ``extra`` (a disabled one as it is), and in an
+        xdist worker the card it was taken on (``card``: the caller's name for it)."""
+        if (card := worker_card()) is not None:
+            result = replace(result, extra={**result.extra, "card": card})
         if result.disabled:
             return result
         figures: dict[str, float] = {}

@@ -26,6 +26,7 @@ from pytest_accel.engine.cards import (
     card_count,
     core_slices,
     visible_cards,
+    worker_card,
 )
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ __all__ = [
     "is_controller",
     "is_worker",
     "place_workers",
-    "worker_card",
     "worker_output",
     "xdist_problem",
 ]
@@ -55,11 +55,6 @@ def is_worker(config: pytest.Config) -> bool:
 def is_controller(config: pytest.Config) -> bool:
     """Whether this process hands the tests to xdist workers (and measures nothing itself)."""
     return not is_worker(config) and config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
-
-
-def worker_card() -> str | None:
-    """This worker's card, as the caller named it (an index, a UUID, a module id); None outside a worker."""
-    return os.environ.get(WORKER_CARD_ENV) or None
 
 
 def _kind(config: pytest.Config) -> str:

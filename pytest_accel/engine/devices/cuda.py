@@ -6,6 +6,7 @@ support matrix says otherwise.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, final
 
@@ -56,7 +57,7 @@ class CudaDevice:
         return f"cuda-{slug(torch.cuda.get_device_name(self.index))}"
 
     def provenance(self) -> Mapping[str, str]:
-        """Device name, count, capability, torch, CUDA runtime and driver versions."""
+        """Device name, count, capability, torch, CUDA runtime and driver versions, the card's UUID."""
         import torch
 
         props = torch.cuda.get_device_properties(self.index)
@@ -70,6 +71,9 @@ class CudaDevice:
             "cuda_driver": _driver_version(),
             "cudnn": str(torch.backends.cudnn.version()),  # type: ignore[no-untyped-call]
             "sm_clock": self.clock_watch().note,
+            # which card: its UUID (torch's device properties), and what this process was allowed to see
+            "card_uuid": str(getattr(props, "uuid", "unknown")),
+            "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "all"),
         }
 
     def activate(self) -> None:

@@ -116,7 +116,7 @@ class HpuDevice:
         return f"hpu-{self.generation()}"
 
     def provenance(self) -> Mapping[str, str]:
-        """Generation, count, torch, Habana bridge version and lazy/eager mode."""
+        """Generation, count, torch, Habana bridge version, lazy/eager mode and the visible modules."""
         import torch
 
         try:
@@ -129,6 +129,8 @@ class HpuDevice:
             "torch": torch.__version__,
             "habana_torch_plugin": bridge,
             "lazy_mode": str(lazy_mode()).lower(),
+            # the modules this process may open (an xdist worker's one): the driver's module ids, or all
+            "visible_modules": os.environ.get("HABANA_VISIBLE_MODULES", "all"),
         }
 
     def activate(self) -> None:
