@@ -572,6 +572,7 @@ def main() -> int:
         "full_profile": modes.full_profile,
         "matrix": modes.matrix,
         "compile": modes.compile,
+        "workers": modes.workers,
         "suite": lambda: check.suite(options.suite_k, options.test_timeout),
         "sensitivity": lambda: check.sensitivity(options.sensitivity_runs),
     }

@@ -53,17 +53,21 @@ SECTION_SECONDS = {
     "full_profile": 150,
     "matrix": 150,
     "compile": 250,
+    "workers": 40,
 }
 SECTION_MINIMUM_SECONDS = {
     "environment": 5, "timing": 30, "graph": 15, "cold": 20, "throttle": 25, "peaks": 10, "operators": 25,
-    "suite": 60, "sensitivity": 60, "full_profile": 60, "matrix": 60, "compile": 60,
+    "suite": 60, "sensitivity": 60, "full_profile": 60, "matrix": 60, "compile": 60, "workers": 30,
 }  # fmt: skip
 # The checks a lent device runs, in order, each in calls of at most CALL_SECONDS: the first holds what has
 # never run on a GPU (graph, cold, throttle, the operator diff) and the suite's judgement; the second, for a
 # later lend, the matrix and the full profile (each with a margin over its logged time); the third the compiled
 # and CUDA-graph rows (two 2B compiles of ~100 s each, and their runs).
 CHECKS = {
-    "first": (("environment", "graph", "cold", "throttle", "operators", "timing", "peaks"), ("suite", "sensitivity")),
+    "first": (
+        ("environment", "graph", "cold", "throttle", "operators", "timing", "peaks"),
+        ("suite", "sensitivity", "workers"),
+    ),
     "second": (("matrix",), ("full_profile",)),
     "third": (("compile",),),
 }
@@ -405,6 +409,34 @@ class ModeSections:
             "power_w_max": max((row.get("power_w", 0) for row in trace), default=None),
             "trace": trace[:80],
             "tail": tail,
+        }
+
+    def workers(self) -> dict[str, Any]:
+        """Two pytest-xdist workers, a card each (``-n 2``), where the machine has two cards; on the CPU two workers
+        of one core each. Which card each figure names, and the controller's one result file."""
+        cards = 2
+        if self.device == "cuda":
+            import torch
+
+            cards = torch.cuda.device_count()
+        if cards < 2:
+            return {"not_run": f"one card: not run ({cards} visible)"}
+        result_file = self.scratch / "workers.json"
+        ran = self.run(
+            [
+                *self.command, "test_modes_check.py", "-k", "test_tiny", "-n", "2", "--accel-json", str(result_file),
+                "--accel-baselines", str(self.scratch / "none"), *self.dry_options,
+            ],
+            self.scratch,
+            120,
+        )  # fmt: skip
+        found = self.results(result_file)
+        document = json.loads(result_file.read_text()) if result_file.exists() else {}
+        return {
+            "pytest": ran,
+            "figures": len(found),
+            "cards": sorted(str((entry.get("extra") or {}).get("card")) for entry in found.values()),
+            "workers": (document.get("provenance") or {}).get("workers"),
         }
 
     def full_profile(self) -> dict[str, Any]:
