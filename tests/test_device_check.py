@@ -49,8 +49,8 @@ def test_the_plan_prints_each_call_with_its_share(tmp_path: Path) -> None:
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("device_check: the first check: ~9.3 min of device time on an H100 or an H200")
-    assert "  call 2: ~200 s: --check first --call 2  (--sections suite,sensitivity)" in lines
+    assert lines[0].startswith("device_check: the first check: ~10.0 min of device time on an H100 or an H200")
+    assert "  call 2: ~240 s: --check first --call 2  (--sections suite,sensitivity,workers)" in lines
     assert any(line.startswith("device_check: the second check: ~") for line in lines)
     assert not any(tmp_path.iterdir())  # a plan runs nothing
 
