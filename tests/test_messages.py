@@ -20,6 +20,7 @@ from pytest_accel.judgement.confirm import FreshVerdict
 from pytest_accel.judgement.paired import PairedVerdict
 from pytest_accel.judgement.recorded_build import RecordedWord
 from pytest_accel.judgement.results import Recorded
+from pytest_accel.judgement.rules.count import CountVerdict
 from pytest_accel.judgement.structures import StructureVerdict, structure_failure
 from pytest_accel.judgement.verdict import RECORD, BesideRecorded, Observation, VerdictPolicy, VerdictRecord, judge_time
 from pytest_accel.outputs.pages import markdown_table
@@ -416,6 +417,7 @@ def test_the_ab_table_says_each_figure_once_and_its_notes_say_what_the_table_can
     sitting = SimpleNamespace(
         sides={"base": SimpleNamespace(label="main 612bd91"), "head": SimpleNamespace(label="612bd91 + changes")},
         tracks={t.key: t for t in AB_TRACKS},
+        settings=SimpleNamespace(count=False),
     )
     name = "| perf_tests/test_attention.py::test_attention_forward"
     assert markdown_table(*table(sitting)).splitlines() == [
@@ -544,3 +546,26 @@ def test_the_summary_groups_unjudged_figures_by_the_rule_that_abstained_not_by_i
     assert leads == [f"accel:   to judge these, {q}:" for q in (quieter, quieter, "cool it")]
     first_group = lines[lines.index(leads[0]) + 1 : lines.index(leads[0]) + 3]
     assert [line.split()[1] for line in first_group] == ["test_a", "test_c"]
+
+
+def test_the_ab_count_table_gives_each_sides_instructions_and_the_change() -> None:
+    grew = CountVerdict(Outcome.REGRESSED, "grew", (435_639_731.0, 450_231_854.0))
+    same = CountVerdict(Outcome.UNCHANGED, "same", (8_979_974.0, 8_979_980.0))
+    tracks = [
+        Track((f"{AB_FILE}[sdpa-math-sd3-128px-b2]", "throughput"), verdict=PairedVerdict(Outcome.REGRESSED, 1),
+              count=grew),
+        Track((f"{AB_FILE}[sdpa-flash-llama70b-decode-kv384]", "throughput"),
+              verdict=PairedVerdict(Outcome.UNCHANGED, 1), count=same),
+    ]  # fmt: skip
+    sitting = SimpleNamespace(
+        sides={"base": SimpleNamespace(label="main 612bd91"), "head": SimpleNamespace(label="612bd91 + changes")},
+        tracks={t.key: t for t in tracks},
+        settings=SimpleNamespace(count=True),
+    )
+    name = "| perf_tests/test_attention.py::test_attention_forward"
+    assert markdown_table(*table(sitting)).splitlines() == [
+        "| test | base: main 612bd91 | head: 612bd91 + changes | head vs base | verdict (work counted) |",
+        "|---|---|---|---|---|",
+        f"{name}[sdpa-math-sd3-128px-b2] | 435,639,731 instr/call | 450,231,854 instr/call | +3.3% | regressed |",
+        f"{name}[sdpa-flash-llama70b-decode-kv384] | 8,979,974 instr/call | 8,979,980 instr/call | +0.0% | unchanged |",
+    ]
