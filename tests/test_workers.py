@@ -156,7 +156,6 @@ def test_auto_is_one_worker_per_visible_card_eight_workers_eight_cards(
             "0,1",
             "*-n 3: 3 workers but 2 hpu card(s) visible (HABANA_VISIBLE_MODULES: 0,1)*",
         ),
-        (("--device", "auto", "-n", "2"), "0,1", "*under xdist (-n) places one worker per card: name the device*"),
         (("--device", "cpu", "-n", "2", "--accel-count"), "", "*--accel-count runs its own processes*-n 0*"),
     ],
 )
@@ -169,3 +168,15 @@ def test_a_run_that_cannot_be_placed_is_a_usage_error_naming_why(
     assert result.ret in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR), result.stdout.str()
     (result.stderr if result.ret == pytest.ExitCode.USAGE_ERROR else result.stdout).fnmatch_lines([message])
     assert os.environ.get("HABANA_VISIBLE_MODULES") == visible
+
+
+@pytest.mark.filterwarnings("ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
+def test_with_device_auto_other_tests_run_under_xdist_and_a_perf_test_fails_naming_why(
+    perf_pytester: pytest.Pytester,
+) -> None:
+    perf_pytester.makepyfile(PERF_TEST + "\ndef test_plain():\n    pass\n")
+    result = perf_pytester.runpytest_subprocess("-n", "2", *FAST_OPTIONS)  # --device auto: nothing placed
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*measures under xdist (-n) with a card (or cores) per worker*--device cuda, hpu or cpu*"]
+    )

@@ -18,7 +18,7 @@ from pytest_accel.engine.cards import pin_worker_cpus
 from pytest_accel.engine.devices.hostalloc import as_the_user_set, ask_for_huge_pages, torch_importers
 from pytest_accel.engine.processes import watch_lifeline
 from pytest_accel.plugin.options import MARKER_SETTINGS, SETTINGS
-from pytest_accel.plugin.workers import auto_workers, place_workers
+from pytest_accel.plugin.workers import auto_workers, place_workers, unplaced
 
 if TYPE_CHECKING:
     from pytest_accel.engine.devices.base import Device
@@ -118,6 +118,8 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: Sequence[Any]) -> None
 @pytest.fixture(scope="session")
 def accel_device(pytestconfig: pytest.Config) -> Device:
     """The device this run measures on (resolved from --device; never silently the CPU)."""
+    if (problem := unplaced(pytestconfig)) is not None:  # an xdist worker with no card of its own
+        pytest.fail(problem, pytrace=False)
     return pytestconfig.stash[SESSION_KEY].parts.device()
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "is_controller",
     "is_worker",
     "place_workers",
+    "unplaced",
     "worker_output",
     "xdist_problem",
 ]
@@ -58,12 +59,18 @@ def is_controller(config: pytest.Config) -> bool:
 
 
 def _kind(config: pytest.Config) -> str:
-    device = str(config.getoption("accel_device", None) or config.getini("accel_device") or "auto")
-    if device == "auto":
-        raise pytest.UsageError(
-            "pytest-accel under xdist (-n) places one worker per card: name the device (--device cuda, hpu or cpu)"
-        )
-    return device
+    return str(config.getoption("accel_device", None) or config.getini("accel_device") or "auto")
+
+
+def unplaced(config: pytest.Config) -> str | None:
+    """In an xdist worker that was given no card or cores of its own: why it must not measure (None: it may).
+    A run of other tests with ``-n`` and the default ``--device auto`` is left alone until a perf test asks."""
+    if not is_worker(config) or os.environ.get(WORKER_CARD_ENV) or os.environ.get(WORKER_CPUS_ENV):
+        return None
+    return (
+        "pytest-accel measures under xdist (-n) with a card (or cores) per worker, placed when the run names its"
+        " device: --device cuda, hpu or cpu (this run's is auto, or the platform cannot bind cores); or run -n 0"
+    )
 
 
 def _cards(kind: str) -> tuple[str, ...]:
@@ -77,14 +84,15 @@ def auto_workers(config: pytest.Config) -> int | None:
 
 
 def place_workers(config: pytest.Config, specs: Sequence[Any]) -> None:
-    """Each worker's environment before it starts: its card's variable (cuda, hpu) or its cores (cpu)."""
+    """Each worker's environment before it starts: its card's variable (cuda, hpu) or its cores (cpu). With
+    ``--device auto`` nothing is placed: a perf test in such a worker fails, naming why (``unplaced``)."""
     kind = _kind(config)
     try:
         if kind in CARD_VARIABLES:
             for spec, card in zip(specs, assign_cards(kind, _cards(kind), len(specs)), strict=True):
                 spec.env[CARD_VARIABLES[kind]] = card
                 spec.env[WORKER_CARD_ENV] = card
-        elif hasattr(os, "sched_getaffinity"):
+        elif kind == "cpu" and hasattr(os, "sched_getaffinity"):
             for spec, cpus in zip(specs, core_slices(sorted(os.sched_getaffinity(0)), len(specs)), strict=True):
                 spec.env[WORKER_CPUS_ENV] = ",".join(map(str, cpus))
     except CardError as error:
