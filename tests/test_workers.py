@@ -116,7 +116,7 @@ def test_cpu_workers_measure_on_their_own_cores_and_the_run_writes_one_table_one
     assert judged.stdout.str().count("accel measurements") == 1  # one table, from the controller
     document = json.loads((perf_pytester.path / "out.json").read_text())
     assert [entry["test"].rpartition("::")[2] for entry in document["results"]] == ["test_matmul", "test_matmul_too"]
-    assert document["device"]["key"].startswith("cpu-") and "gw0=" in document["provenance"]["workers"]
+    assert document["device"]["key"].startswith("cpu-") and "gw0=cpus " in document["provenance"]["workers"]
     assert all(entry["verdict"]["time"]["outcome"] != "new" for entry in document["results"])  # both were recorded
 
 

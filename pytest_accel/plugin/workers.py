@@ -119,9 +119,9 @@ def worker_output(
     if output is None:
         return
     device = parts.resolved
-    described = (
-        None if device is None else [device.kind, device.key(), {**parts.provenance(), "card": worker_card() or "0"}]
-    )
+    cpus = os.environ.get(WORKER_CPUS_ENV)  # a CPU worker's card is its cores
+    card = {"card": worker_card() or (f"cpus {cpus.replace(',', ' ')}" if cpus else "0")}
+    described = None if device is None else [device.kind, device.key(), {**parts.provenance(), **card}]
     output[WORKER_OUTPUT] = json.dumps({
         "device": described, "problems": problems, "unwritten": [list(pair) for pair in unwritten],
         "waited": sum(w.seconds for w in parts.waits()),

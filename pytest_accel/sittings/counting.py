@@ -71,8 +71,10 @@ def valgrind_version() -> str | None:
 def shares_of(tests: Sequence[str], shares: int, costs: Mapping[str, float]) -> list[list[str]]:
     """``tests`` in ``shares`` shares, each in the selection's order: by their recorded instructions where every
     test has them (the largest first, each to the share with the least so far), else one in ``shares`` each. A
-    prefill counted 4.8 G instructions per call where a decode step counted 9 M: in turn, one process took 93%
-    of the 8 forward SDPA tests' work while the other waited (docs/studies/counted-work)."""
+    prefill counted 4.8 G instructions per call where a decode step counted 9 M: in turn, the 8 forward SDPA
+    tests split 9.9 G to 2.9 G instructions per call, by their recordings 6.4 G to 6.3 G (the counting run then
+    took 83 s where the base's took 86 s: each process's start, imports and collection under valgrind weigh as
+    much; docs/studies/counted-work)."""
     if not all(costs.get(test, 0) > 0 for test in tests):
         return [list(tests[share::shares]) for share in range(shares)]
     loads: list[float] = [0.0] * shares
