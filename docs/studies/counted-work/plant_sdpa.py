@@ -3,9 +3,9 @@ call do more of the same work, as a slower kernel build would. Not a sleep: extr
 
 ``PLANT_SDPA_FRACTION=0.02``: each call also attends all its queries to the first 2% of its keys (rounded up),
 a second SDPA call of that share of the work: a share of the keys, not of the queries, so a decode step (one
-query) gets 2% more too. ``PLANT_SDPA_COPY=1``: each call's output is
-copied once more. ``PLANT_SDPA_COPY=inputs``: each call's keys and values are copied before it (what a
-``.contiguous()`` after a layout change does to a KV cache). Unset: nothing changes (the plugin still loads, so unchanged runs load it too).
+query) gets 2% more too. ``PLANT_SDPA_COPY=1``: each call's output is copied once more.
+``PLANT_SDPA_COPY=inputs``: each call's keys and values are copied before it (what a ``.contiguous()`` after a
+layout change does to a KV cache). Unset: nothing changes (the plugin still loads, so unchanged runs load it too).
 """
 
 from __future__ import annotations
