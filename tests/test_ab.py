@@ -586,7 +586,7 @@ def test_count_of_the_same_code_on_both_sides_is_unchanged(repo: Path) -> None:
     assert "after one counting run per side" in same.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.long  # two counting runs under valgrind; CI's slow set counts for real in tests/test_counting.py
 @needs_valgrind
 def test_count_decides_by_the_work_counted_in_one_run_per_side(repo: Path) -> None:
     (repo / "kernel.py").write_text(KERNEL.format(slow=3))  # three times the work: the same Python, counted

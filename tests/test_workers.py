@@ -132,7 +132,7 @@ def _pinned(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, visible:
     return sorted(str(info["card"]) for info in seen.values())
 
 
-@pytest.mark.slow
+@pytest.mark.long  # three workers each importing torch; the fast set pins real workers' cores and refusals
 @pytest.mark.filterwarnings("ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
 def test_hpu_workers_are_pinned_to_distinct_cards_inside_the_callers_restriction_before_torch(
     perf_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
