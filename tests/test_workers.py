@@ -111,7 +111,9 @@ def test_cpu_workers_measure_on_their_own_cores_and_the_run_writes_one_table_one
     cpus = [tuple(seen[w]["cpus"]) for w in ("gw0", "gw1")]  # type: ignore[arg-type]
     assert not set(cpus[0]) & set(cpus[1]) and all(not info["torch"] for info in seen.values())
 
-    judged = perf_pytester.runpytest_subprocess(*run)
+    # Judged against both workers' recordings (a 64x64 matmul beside a busy CI host moves by more than 5%: the
+    # tolerance is widened, as what is checked here is that each figure is judged, by one table and one file)
+    judged = perf_pytester.runpytest_subprocess(*run, "-o", "accel_tolerance=10")
     assert judged.ret == 0, judged.stdout.str()
     assert judged.stdout.str().count("accel measurements") == 1  # one table, from the controller
     document = json.loads((perf_pytester.path / "out.json").read_text())

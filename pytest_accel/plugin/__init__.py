@@ -98,7 +98,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """In an xdist worker, pytest-benchmark's timing as the command line asked: it turns itself off under xdist
     because workers would share one device; here each has its own card or cores (plugin/workers.py)."""
     benchmark = getattr(session.config, "_benchmarksession", None)
-    if benchmark is not None and hasattr(session.config, "workerinput") and not benchmark.skip:
+    # a worker, or a process a worker started (a fresh-process confirmation inherits PYTEST_XDIST_WORKER)
+    in_worker = hasattr(session.config, "workerinput") or bool(os.environ.get("PYTEST_XDIST_WORKER"))
+    if benchmark is not None and in_worker and not benchmark.skip:
         option = session.config.option
         benchmark.disabled = bool(option.benchmark_disable and not option.benchmark_enable)
 
