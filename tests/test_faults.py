@@ -82,7 +82,8 @@ def test_a_baseline_corrupted_during_the_run_is_not_overwritten(perf_pytester: p
     path = _baseline_file(perf_pytester)
     # test_b runs after test_a has loaded the baselines, and truncates the file meanwhile
     perf_pytester.makepyfile(
-        test_small=TWO_TESTS + f"\n\ndef test_c():\n    open({str(path)!r}, 'w').write('{{\"schema\": 1, \"entr')\n"
+        test_small=TWO_TESTS
+        + f"\n\ndef test_c():\n    with open({str(path)!r}, 'w') as f:\n        f.write('{{\"schema\": 1, \"entr')\n"
     )
     result = perf_pytester.runpytest("--device", "cpu", "--accel-update", *FAST_OPTIONS)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
