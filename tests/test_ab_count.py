@@ -1,11 +1,14 @@
-"""``ab --count``: each side's counting run read into one verdict per test (commands/abcount.py), pure: the runs'
-result files are built here as the plugin writes them."""
+"""``ab --count``: each side's counting run read into one verdict per test (commands/abcount.py), pure, the runs'
+result files built here as the plugin writes them; then whole sittings under real valgrind (long)."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
+from test_ab import KERNEL, SELECTION, ab, assert_nothing_left, own_tmpdir, repo  # noqa: F401 (fixtures)
 
 from pytest_accel.commands.abcount import counted_tests, instructions
 from pytest_accel.commands.absides import ProcessRun
@@ -67,3 +70,34 @@ def test_a_test_only_one_side_has_is_new_or_gone() -> None:
     tests = counted_tests(run({A: RECORDED}), run({B: CountVerdict(Outcome.NEW, "new")}))
     assert tests[(A, "throughput")].verdict.outcome is Outcome.GONE
     assert tests[(B, "throughput")].verdict.outcome is Outcome.NEW
+
+
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+
+
+@pytest.mark.long
+@needs_valgrind
+def test_count_of_the_same_code_on_both_sides_is_unchanged(repo: Path) -> None:  # noqa: F811 (the fixture)
+    same = ab(repo, "--count", "--base", "good", *SELECTION, timeout=600)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "| unchanged |" in same.stdout and "instr/call" in same.stdout
+    assert "after one counting run per side" in same.stdout
+
+
+@pytest.mark.long  # two counting runs under valgrind; CI's slow set counts for real in tests/test_counting.py
+@needs_valgrind
+def test_count_decides_by_the_work_counted_in_one_run_per_side(repo: Path) -> None:  # noqa: F811 (the fixture)
+    (repo / "kernel.py").write_text(KERNEL.format(slow=3))  # three times the work: the same Python, counted
+    grown = ab(repo, "--count", "--base", "good", *SELECTION, timeout=600)
+    assert grown.returncode == 1, grown.stdout + grown.stderr
+    assert "| regressed |" in grown.stdout and "functions that moved most (base -> head)" in grown.stdout
+    assert "builtin_sum" in grown.stdout  # the function whose count grew, by name
+    comparison = json.loads((repo / ".pytest-accel-ab" / "comparison.json").read_text())
+    assert comparison["by"] == "count" and comparison["pairs"] == 1
+    [test] = comparison["tests"]
+    before, after = test["count"]["instructions"]
+    assert test["outcome"] == "regressed" and 2.5 < after / before < 3.5
+    assert sorted(p.name for p in (repo / ".pytest-accel-ab" / "runs").iterdir()) == [
+        "base-count.json", "base-count.log", "head-count.json", "head-count.log",
+    ]  # fmt: skip
+    assert_nothing_left(repo)
