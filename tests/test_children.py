@@ -37,6 +37,18 @@ def test_an_exit_code_and_the_output_come_back(tmp_path: Path) -> None:
     assert log.read_text() == "hello\n"
 
 
+def test_a_child_started_from_an_xdist_worker_is_no_worker_and_keeps_its_card(tmp_path: Path) -> None:
+    """pytest-benchmark turns its timing off where PYTEST_XDIST_WORKER is set: a worker's confirmation
+    process must not inherit xdist's marks, only its card (or cores)."""
+    env = {**os.environ, "PYTEST_XDIST_WORKER": "gw1", "PYTEST_XDIST_WORKER_COUNT": "2",
+           "PYTEST_XDIST_TESTRUNUID": "abc", "PYTEST_ACCEL_WORKER_CARD": "3"}  # fmt: skip
+    show = "import os; print(sorted(k for k in os.environ if k.startswith(('PYTEST_XDIST', 'PYTEST_ACCEL_WORKER'))))"
+    log = tmp_path / "log"
+    with log.open("w") as sink:
+        assert run_child([sys.executable, "-c", show], tmp_path, env, sink).returncode == 0
+    assert log.read_text() == "['PYTEST_ACCEL_WORKER_CARD']\n"
+
+
 def test_a_child_that_overruns_is_killed_with_what_it_started(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild"
     log = tmp_path / "log"

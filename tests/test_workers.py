@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -13,9 +15,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import FAST_OPTIONS, PERF_TEST
 
+from pytest_accel.core.measurement import Measurement
+from pytest_accel.core.outcomes import Outcome
 from pytest_accel.engine.cards import CardError, assign_cards, core_slices, visible_cards
 from pytest_accel.engine.machine import _cpu_jiffies
-from pytest_accel.judgement.baselines import BaselineStore
+from pytest_accel.judgement.baselines import BaselineEntry, BaselineStore, on_card
+from pytest_accel.judgement.gate import run_gate
+from pytest_accel.judgement.recording import recorded_entries
+from pytest_accel.judgement.verdict import VerdictPolicy
 
 TESTS = Path(__file__).resolve().parent
 
@@ -94,7 +101,6 @@ def _seen(folder: Path) -> dict[str, dict[str, object]]:
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::pytest_benchmark.logger.PytestBenchmarkWarning")
 def test_cpu_workers_measure_on_their_own_cores_and_the_run_writes_one_table_one_file_and_every_baseline(
     perf_pytester: pytest.Pytester,
 ) -> None:
@@ -103,6 +109,7 @@ def test_cpu_workers_measure_on_their_own_cores_and_the_run_writes_one_table_one
     run = ("--device", "cpu", "-n", "2", *FAST_OPTIONS, "--accel-json", "out.json", "--accel-baselines", "bl")
     recorded = perf_pytester.runpytest_subprocess(*run, "--accel-update")
     assert recorded.ret == 0, recorded.stdout.str()
+    assert "automatically disabled" not in recorded.stdout.str() + recorded.stderr.str()  # pytest-benchmark's
     entries = BaselineStore(perf_pytester.path / "bl").load(json.loads((perf_pytester.path / "out.json").read_text())
                                                             ["device"]["key"], "smoke")  # fmt: skip
     assert sorted(test.rpartition("::")[2] for test, _ in entries) == ["test_matmul", "test_matmul_too"]
@@ -120,6 +127,12 @@ def test_cpu_workers_measure_on_their_own_cores_and_the_run_writes_one_table_one
     assert [entry["test"].rpartition("::")[2] for entry in document["results"]] == ["test_matmul", "test_matmul_too"]
     assert document["device"]["key"].startswith("cpu-") and "gw0=cpus " in document["provenance"]["workers"]
     assert all(entry["verdict"]["time"]["outcome"] != "new" for entry in document["results"])  # both were recorded
+
+    # A slowdown (4 matmuls a call) under -n is confirmed by a fresh process measuring in the worker's place
+    perf_pytester.makepyfile(test_a=PERF_TEST.replace("a @ a,", "[a @ a for _ in range(4)],"))
+    slower = perf_pytester.runpytest_subprocess(*run)
+    assert slower.ret == 1, slower.stdout.str()
+    assert re.search(r"a fresh process \(\+\d", slower.stdout.str()), slower.stdout.str()
 
 
 def _pinned(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, visible: str, workers: str) -> list[str]:
@@ -182,3 +195,49 @@ def test_with_device_auto_other_tests_run_under_xdist_and_a_perf_test_fails_nami
     result.stdout.fnmatch_lines(
         ["*measures under xdist (-n) with a card (or cores) per worker*--device cuda, hpu or cpu*"]
     )
+
+
+# -- a figure judged on its own card's recordings ---------------------------------------------------------
+
+
+def _timed(seconds: float, seed: int, card: str = "") -> Measurement:
+    rng = random.Random(seed)
+    times = tuple(seconds * (1 + rng.gauss(0, 0.01)) for _ in range(30))
+    return Measurement(unit="images", items_per_call=2.0, samples=times, probe_samples=(1e-3,) * 30,
+                       extra={"card": card} if card else {})  # fmt: skip
+
+
+def _recorded(cards_and_levels: list[tuple[str, float]]) -> BaselineEntry:
+    """An entry recorded on these cards in turn, at these levels (seconds per call, a 1 ms probe)."""
+    entry = None
+    for index, (card, seconds) in enumerate(cards_and_levels):
+        taken = _timed(seconds, seed=index, card=card)
+        entry = recorded_entries([("t::x", taken)], {} if entry is None else {("t::x", "throughput"): entry},
+                                 {}, {}, reset=False, now=f"2026-12-0{index + 1}T00:00:00+00:00")[0]  # fmt: skip
+    assert entry is not None
+    return entry
+
+
+def test_each_recording_keeps_its_card_and_older_ones_read_unknown() -> None:
+    entry = _recorded([("", 0.010), ("3", 0.010), ("5", 0.013)])
+    assert entry.run_cards == ("", "3", "5") and len(entry.run_medians) == 3
+    again = BaselineEntry.from_json(entry.test, entry.metric, json.loads(json.dumps(entry.to_json())), "file")
+    assert again.run_cards == entry.run_cards
+    assert "run_cards" not in _recorded([("", 0.010), ("", 0.010)]).to_json()  # nothing to say: not written
+
+
+def test_a_figure_is_judged_on_its_own_cards_recordings_where_it_has_two() -> None:
+    # Card 5 runs 30% slower than card 3, steadily: each card's figure is judged against its own level.
+    entry = _recorded([("3", 0.010), ("5", 0.013), ("3", 0.010), ("5", 0.013)])
+    assert on_card(entry, "5").run_medians == pytest.approx((13.0, 13.0), rel=0.01)
+    assert on_card(entry, "7") is entry and on_card(entry, None) is entry  # none of its own: the card class's
+    assert on_card(_recorded([("3", 0.010), ("5", 0.013)]), "5").run_cards == ("3", "5")  # one: not enough
+
+    def judged(card: str, seconds: float) -> Outcome:
+        taken = _timed(seconds, seed=11, card=card)
+        return run_gate(taken, on_card(entry, card), VerdictPolicy(), {}, lambda: taken, 0).time.outcome
+
+    assert judged("5", 0.013) is Outcome.UNCHANGED and judged("3", 0.010) is Outcome.UNCHANGED
+    assert judged("3", 0.013) is Outcome.REGRESSED  # card 5's level is a slowdown on card 3
+    taken = _timed(0.013, seed=11, card="3")  # which the card class's recordings, 30% apart, cannot see
+    assert run_gate(taken, entry, VerdictPolicy(), {}, lambda: taken, 0).time.outcome is not Outcome.REGRESSED

@@ -65,6 +65,10 @@ _GROUP_GRACE_SECONDS = 5.0
 LIFELINE_ENV = "PYTEST_ACCEL_LIFELINE_FD"
 LIFELINE_REMOVE_ENV = "PYTEST_ACCEL_LIFELINE_REMOVE"
 _lifeline: tuple[int, int] | None = None  # (read end, write end) of this process's lifeline, made at its first child
+# xdist's marks of a worker: a child started from one (a fresh-process confirmation) is one pytest of its own,
+# not a worker (pytest-benchmark turns its timing off where it finds PYTEST_XDIST_WORKER). Its card or cores,
+# pytest-accel's own variables, it keeps.
+_XDIST_WORKER_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
 def _lifeline_read_end() -> int:
@@ -89,9 +93,11 @@ os.register_at_fork(after_in_child=_forget_lifeline)
 
 
 def _tied(env: Mapping[str, str]) -> tuple[dict[str, str], tuple[int]]:
-    """A child's environment and the descriptors it inherits: the lifeline's read end, named."""
+    """A child's environment and the descriptors it inherits: the lifeline's read end, named; no xdist
+    worker's marks (``_XDIST_WORKER_VARIABLES``)."""
     fd = _lifeline_read_end()
-    return {**env, LIFELINE_ENV: str(fd)}, (fd,)
+    own = {name: value for name, value in env.items() if name not in _XDIST_WORKER_VARIABLES}
+    return {**own, LIFELINE_ENV: str(fd)}, (fd,)
 
 
 def watch_lifeline(on_end: Callable[[], None] | None = None) -> bool:

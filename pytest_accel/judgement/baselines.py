@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, final
+from typing import Any, final, overload
 
 from pytest_accel.core.measurement import (
     CALIBRATED,
@@ -44,13 +44,17 @@ __all__ = [
     "SETUP_PROVENANCE",
     "BaselineEntry",
     "BaselineStore",
+    "card_history",
     "mode_provenance",
+    "on_card",
     "provenance_changes",
     "run_history",
     "state_history",
     "time_history",
 ]
 
+# A card's own recordings judge its figures from this many on (``on_card``): the spread between runs needs two.
+OWN_CARD_RECORDINGS = 2
 # Significant digits kept of each sample on write: 1e-5 relative is far below any timing noise, and short
 # numbers keep baseline diffs reviewable.
 SAMPLE_SIGNIFICANT_DIGITS = 5
@@ -116,6 +120,12 @@ def _calibration(value: object, path: str) -> tuple[Mapping[str, float], ...]:
     return runs
 
 
+def _cards(value: object, path: str) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(card, str) and _encodable(card) for card in value):
+        raise _Invalid(path, f"expected a list of card names, got {_show(value)}")
+    return tuple(value)
+
+
 def _round_significant(value: float) -> float:
     """The value to SAMPLE_SIGNIFICANT_DIGITS significant digits (unrounded where rounding would overflow)."""
     rounded = float(f"{value:.{SAMPLE_SIGNIFICANT_DIGITS}g}")
@@ -164,6 +174,9 @@ class BaselineEntry:
     # When each of the last recordings was taken (UTC, ISO 8601), oldest first, kept with run_medians;
     # entries written before times were kept have fewer (judgement/spans.py: what drift they can hold).
     run_times: tuple[str, ...] = field(default=(), hash=False)
+    # The card each of the last recordings was taken on (an xdist worker's, ``Measurement.extra["card"]``;
+    # "" where not known), oldest first, kept with run_medians: a card's figures are judged on its own (``on_card``).
+    run_cards: tuple[str, ...] = field(default=(), hash=False)
 
     def __post_init__(self) -> None:
         try:
@@ -178,6 +191,7 @@ class BaselineEntry:
                 "run_states": _states(self.run_states, "run_states"),
                 "calibration": _calibration(self.calibration, "calibration"),
                 "run_times": _times(self.run_times, "run_times"),
+                "run_cards": _cards(self.run_cards, "run_cards"),
                 "peak_memory_bytes": _byte_count(self.peak_memory_bytes, "peak_memory_bytes"),
                 "tolerance": _tolerance(self.tolerance, "tolerance"),
                 "memory_tolerance": _tolerance(self.memory_tolerance, "memory_tolerance"),
@@ -265,6 +279,7 @@ class BaselineEntry:
             **({} if self.operators is None else {"operators": self.operators.to_json()}),
             **({"calibration": [dict(sorted(run.items())) for run in self.calibration]} if self.calibration else {}),
             **({"run_times": list(self.run_times)} if self.run_times else {}),
+            **({"run_cards": list(self.run_cards)} if any(self.run_cards) else {}),
         }
 
     @classmethod
@@ -295,6 +310,7 @@ class BaselineEntry:
                 run_states=_states(data.get("run_states", []), f"{base}['run_states']"),
                 calibration=_calibration(data.get("calibration", []), f"{base}['calibration']"),
                 run_times=_times(data.get("run_times", []), f"{base}['run_times']"),
+                run_cards=_cards(data.get("run_cards", []), f"{base}['run_cards']"),
                 peak_memory_bytes=_byte_count(data.get("peak_memory_bytes"), f"{base}['peak_memory_bytes']"),
                 tolerance=_tolerance(data.get("tolerance"), f"{base}['tolerance']"),
                 memory_tolerance=_tolerance(data.get("memory_tolerance"), f"{base}['memory_tolerance']"),
@@ -359,6 +375,41 @@ def time_history(
         return (now,)
     assert previous is not None
     return (*previous.run_times, now)[-MAX_RUN_HISTORY:]
+
+
+def card_history(
+    previous: BaselineEntry | None, measurement: Measurement, provenance: Mapping[str, str], reset: bool
+) -> tuple[str, ...]:
+    """The cards to store with a new recording, kept by the rule of ``run_history`` ("" for one not known)."""
+    current = str(measurement.extra.get("card", ""))
+    if not _continues(previous, measurement, provenance, reset):
+        return (current,)
+    assert previous is not None
+    earlier = previous.run_cards if len(previous.run_cards) == len(previous.run_medians) else ()
+    return (*([""] * (len(previous.run_medians) - len(earlier))), *earlier, current)[-MAX_RUN_HISTORY:]
+
+
+@overload
+def on_card(entry: BaselineEntry, card: str | None) -> BaselineEntry: ...
+@overload
+def on_card(entry: None, card: str | None) -> None: ...
+def on_card(entry: BaselineEntry | None, card: str | None) -> BaselineEntry | None:
+    """``entry`` judged on the recordings taken on ``card`` (its run medians, states and times), where it has
+    ``OWN_CARD_RECORDINGS`` of them or more; else as it is, every recording of the card class. The latest
+    recording's samples (the within-run spread) stay whichever card took them."""
+    if entry is None or not card or len(entry.run_cards) != len(entry.run_medians):
+        return entry
+    kept = [index for index, recorded in enumerate(entry.run_cards) if recorded == card]
+    if len(kept) < OWN_CARD_RECORDINGS or len(kept) == len(entry.run_cards):
+        return entry
+
+    def own(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(values[index] for index in kept) if len(values) == len(entry.run_cards) else values
+
+    return replace(
+        entry, run_medians=own(entry.run_medians), run_states=own(entry.run_states),
+        run_times=own(entry.run_times), run_cards=own(entry.run_cards),
+    )  # fmt: skip
 
 
 def _continues(

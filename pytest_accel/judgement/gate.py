@@ -24,7 +24,7 @@ from typing import final
 from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE
 from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement, pooled, throttle_problem
 from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
-from pytest_accel.judgement.baselines import BaselineEntry
+from pytest_accel.judgement.baselines import BaselineEntry, on_card
 from pytest_accel.judgement.comparable import COMPARABLE, judged_raw_too, not_comparable
 from pytest_accel.judgement.conclusion import GateResult, failure_lines
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
@@ -404,8 +404,10 @@ class Gate:
         setup_causes: Mapping[str, tuple[str, str]] | None = None,
         environment_changes: Callable[[str], str] = lambda digest: "",
         launchers: Launchers = NO_LAUNCHERS,
+        card: str | None = None,
     ) -> None:
         self._entries = entries  # loaded lazily: a corrupt file is reported by whoever loads it first
+        self._card = card  # this process's card (an xdist worker's): its own recordings judge it (``on_card``)
         # provenance field -> (why this run's setup is what it is, how to restore the baseline's): see run_gate
         self._setup_causes = setup_causes or {}
         # the recordings' environment digest -> what changed since, in a few words ("" where not kept)
@@ -440,7 +442,7 @@ class Gate:
         mode = self._mode
         if test != self._tests[1]:
             self._tests = (self._tests[1], test)
-        entry = self._entries().get((test, measurement.name))
+        entry = on_card(self._entries().get((test, measurement.name)), self._card)
         # Recording too: a recording that reads regressed is not merged (plugin/finish.py), so that word must be
         # believable as a failure would be; only a suspect pays for it.
         confirmations = mode.confirmations

@@ -13,6 +13,7 @@ from pytest_accel.core.measurement import Measurement
 from pytest_accel.judgement.baselines import (
     BaselineEntry,
     BaselineStore,
+    card_history,
     mode_provenance,
     run_history,
     state_history,
@@ -47,6 +48,7 @@ def recorded_entries(
                 run_medians=run_history(earlier, m, provenance_now, reset),
                 run_states=state_history(earlier, m, provenance_now, reset),
                 run_times=time_history(earlier, m, provenance_now, reset, now),
+                run_cards=card_history(earlier, m, provenance_now, reset),
                 peak_memory_bytes=m.peak_memory_bytes,
                 tolerance=None if earlier is None else earlier.tolerance,
                 memory_tolerance=None if earlier is None else earlier.memory_tolerance,

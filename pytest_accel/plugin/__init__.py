@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from pytest_accel.engine.cards import pin_worker_cpus
 from pytest_accel.engine.devices.hostalloc import as_the_user_set, ask_for_huge_pages, torch_importers
 from pytest_accel.engine.processes import watch_lifeline
 from pytest_accel.plugin.options import MARKER_SETTINGS, SETTINGS
-from pytest_accel.plugin.workers import auto_workers, place_workers, unplaced
+from pytest_accel.plugin.workers import auto_workers, place_workers, placed, places, unplaced
 
 if TYPE_CHECKING:
     from pytest_accel.engine.devices.base import Device
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from pytest_accel.plugin.session import AccelSession
 
 SESSION_KEY: pytest.StashKey[AccelSession] = pytest.StashKey()
+# The start of pytest-benchmark's warning (5.2) that it turned its timing off because xdist is active.
+XDIST_DISABLED_WARNING = "Benchmarks are automatically disabled because xdist"
 # What the run's setup was before pytest-accel touched it: the environment variables as the user set them, and
 # who had imported torch before pytest-accel asked for huge pages (None: nobody had).
 EARLY_KEY: pytest.StashKey[tuple[dict[str, str], tuple[str, ...] | None]] = pytest.StashKey()
@@ -87,6 +90,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Advice (a call far longer than the budget, more threads than cores) is shown, never an error,
     # also in projects that turn warnings into errors: it must not fail a nightly's long step.
     config.addinivalue_line("filterwarnings", "default::pytest_accel.core.advice.AccelAdvice")
+    if placed() or places(config):  # pytest-benchmark's configure (trylast) would say timing is off: not so here
+        warnings.filterwarnings("ignore", message=XDIST_DISABLED_WARNING)  # undone when configure ends (pytest)
     from pytest_accel.plugin.session import AccelSession
 
     session = AccelSession(config, config.stash.get(EARLY_KEY, ({}, None)))
@@ -95,12 +100,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """In an xdist worker, pytest-benchmark's timing as the command line asked: it turns itself off under xdist
-    because workers would share one device; here each has its own card or cores (plugin/workers.py)."""
+    """In an xdist worker this plugin placed, pytest-benchmark's timing as the command line asked: it turns
+    itself off under xdist because workers would share one device; here each has its own card or cores
+    (plugin/workers.py). Workers of a run that placed none (``--device auto``) keep its choice."""
     benchmark = getattr(session.config, "_benchmarksession", None)
-    # a worker, or a process a worker started (a fresh-process confirmation inherits PYTEST_XDIST_WORKER)
-    in_worker = hasattr(session.config, "workerinput") or bool(os.environ.get("PYTEST_XDIST_WORKER"))
-    if benchmark is not None and in_worker and not benchmark.skip:
+    if benchmark is not None and placed() and not benchmark.skip:
         option = session.config.option
         benchmark.disabled = bool(option.benchmark_disable and not option.benchmark_enable)
 

@@ -41,6 +41,8 @@ __all__ = [
     "is_controller",
     "is_worker",
     "place_workers",
+    "placed",
+    "places",
     "unplaced",
     "worker_output",
     "xdist_problem",
@@ -62,10 +64,22 @@ def _kind(config: pytest.Config) -> str:
     return str(config.getoption("accel_device", None) or config.getini("accel_device") or "auto")
 
 
+def placed() -> bool:
+    """Whether this process was given a card or cores of its own: an xdist worker this plugin placed, or a
+    process such a worker started (its fresh-process confirmation)."""
+    return bool(os.environ.get(WORKER_CARD_ENV) or os.environ.get(WORKER_CPUS_ENV))
+
+
+def places(config: pytest.Config) -> bool:
+    """Whether this xdist controller gives each worker a card or cores (``place_workers``)."""
+    kind = _kind(config)
+    return is_controller(config) and (kind in CARD_VARIABLES or (kind == "cpu" and hasattr(os, "sched_getaffinity")))
+
+
 def unplaced(config: pytest.Config) -> str | None:
     """In an xdist worker that was given no card or cores of its own: why it must not measure (None: it may).
     A run of other tests with ``-n`` and the default ``--device auto`` is left alone until a perf test asks."""
-    if not is_worker(config) or os.environ.get(WORKER_CARD_ENV) or os.environ.get(WORKER_CPUS_ENV):
+    if not is_worker(config) or placed():
         return None
     return (
         "pytest-accel measures under xdist (-n) with a card (or cores) per worker, placed when the run names its"
@@ -79,7 +93,7 @@ def _cards(kind: str) -> tuple[str, ...]:
 
 def auto_workers(config: pytest.Config) -> int | None:
     """``-n auto`` on an accelerator: one worker per visible card (None: xdist's own count, the CPU's)."""
-    kind = str(config.getoption("accel_device", None) or config.getini("accel_device") or "auto")
+    kind = _kind(config)
     return len(_cards(kind)) if kind in CARD_VARIABLES else None
 
 
