@@ -32,16 +32,17 @@ PURE = ("core", "storage", "judgement", "outputs")  # no torch, no pytest: teste
 # modules of its own stack on a lower tier only; a new face module needs a place.
 FACE_MODULES = {
     # the pytest plugin
-    "plugin.options": ("plugin", 0),  # every option declared once: read, validated, handed to children
+    "plugin.settings": ("plugin", 0),  # how one option is declared (its Setting) and the readers of option text
+    "plugin.options": ("plugin", 1),  # every option declared once: read, validated, handed to children
     "plugin.fixture": ("plugin", 0),  # Throughput: knows no session, built from plain values and callbacks
     "plugin.ranks": ("plugin", 0),  # torchrun's hooks
     "plugin.status": ("plugin", 0),  # a long test's live status
-    "plugin.plans": ("plugin", 1),  # what a test takes beside its figure (operator tables, structural record)
-    "plugin.finish": ("plugin", 1),  # the run's figures, files and closing lines
-    "plugin.parts": ("plugin", 1),  # the device, stores and gates, built lazily
-    "plugin.workers": ("plugin", 2),  # xdist: each worker's card or cores, what workers tell the controller
-    "plugin.session": ("plugin", 3),  # the wiring: hooks that connect the parts
-    "plugin": ("plugin", 4),  # pytest's entry: options, fixtures, registers the session
+    "plugin.plans": ("plugin", 2),  # what a test takes beside its figure (operator tables, structural record)
+    "plugin.finish": ("plugin", 2),  # the run's figures, files and closing lines
+    "plugin.parts": ("plugin", 2),  # the device, stores and gates, built lazily
+    "plugin.workers": ("plugin", 3),  # xdist: each worker's card or cores, what workers tell the controller
+    "plugin.session": ("plugin", 4),  # the wiring: hooks that connect the parts
+    "plugin": ("plugin", 5),  # pytest's entry: options, fixtures, registers the session
     # the command line
     "commands": ("commands", 0),  # the folder's docstring
     "commands.abworker": ("commands", 0),  # a side's worker: standard library and pytest only

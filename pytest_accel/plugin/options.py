@@ -10,15 +10,13 @@ a bad ini value a ``pytest.UsageError`` naming the setting; both quote the value
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, final
 
 import pytest
 
-from pytest_accel.core.validation import integer_text, number_text, parse_output_folder, parse_output_path
+from pytest_accel.core.validation import integer_text, parse_output_folder, parse_output_path
 from pytest_accel.engine.devices import DEVICE_CHOICES
 from pytest_accel.engine.devices.hostalloc import HOST_ALLOCATOR_MODES
 from pytest_accel.engine.sampling import MeasureConfig
@@ -26,6 +24,19 @@ from pytest_accel.judgement.confirm import ChildSettings
 from pytest_accel.judgement.gate import GateMode
 from pytest_accel.judgement.structures import STRUCTURE_POLICIES
 from pytest_accel.judgement.verdict import VerdictPolicy
+from pytest_accel.plugin.settings import (
+    Setting,
+    above_one,
+    at_least_zero,
+    boolean,
+    chosen,
+    declared,
+    ini_setting,
+    integer,
+    output,
+    positive,
+    switch,
+)
 
 __all__ = [
     "MARKER_SETTINGS",
@@ -57,44 +68,6 @@ _POLICY_FIELDS = (
     "foreign_cpu_margin",
 )  # fmt: skip
 
-Reader = Callable[[Any], Any]  # an option's text -> its value; ValueError quoting the text says what is wrong
-
-
-def _positive(text: Any) -> float:
-    return number_text(text)
-
-
-def _at_least_zero(text: Any) -> float:
-    return number_text(text, zero_allowed=True)
-
-
-def _above_one(text: Any) -> float:
-    value = number_text(text)
-    if value <= 1:
-        raise ValueError(f"{text!r} must be greater than 1")
-    return value
-
-
-def _integer(minimum: int) -> Reader:
-    return lambda text: integer_text(text, minimum)
-
-
-def _boolean(text: Any) -> bool:
-    word = str(text).strip().lower()
-    if word not in ("true", "false", "1", "0", "yes", "no"):
-        raise ValueError(f"{word!r}; use true or false")
-    return word in ("true", "1", "yes")
-
-
-def _choice(choices: tuple[str, ...]) -> Reader:
-    def read(text: Any) -> str:
-        value = str(text)
-        if value not in choices:
-            raise ValueError(f"{value!r}; choose one of {', '.join(choices)}")
-        return value
-
-    return read
-
 
 def _baselines_root(config: pytest.Config) -> Path:
     """``--accel-baselines`` against the current folder, else ini ``accel_baselines`` against the ini file's."""
@@ -111,112 +84,6 @@ def _history_root(config: pytest.Config) -> Path | None:
     if not (text := str(config.getini("accel_history")).strip()):
         return None
     return (config.inipath.parent if config.inipath else config.rootpath) / text
-
-
-@final
-@dataclass(frozen=True)
-class Setting:
-    """One option, declared once: its ini setting, its command-line flag, how its text is read, and
-    whether a child pytest gets this run's value (as an ini override)."""
-
-    ini: str | None = None  # the ini name; None: a flag only
-    ini_help: str = ""
-    default: str | None = None  # the ini default, as an ini file writes it
-    flag: str | None = None  # the command-line flag; None: an ini setting only
-    flag_help: str = ""
-    read: Reader | None = None  # the ini text (and the flag's) -> value; None: the flag is a switch
-    flag_read: Reader | None = None  # the flag's reader where it differs from the ini's
-    choices: tuple[str, ...] | None = None  # the flag's choices (argparse lists them)
-    metavar: str | None = None
-    child: bool = False  # a child pytest gets this run's value as an ini override
-    implied_by: str | None = None  # a switch also set by another option's (--accel-prune implies --accel-stale)
-    resolve: Callable[[pytest.Config], Any] | None = None  # replaces "the flag, else the ini" where both mean more
-
-    @property
-    def dest(self) -> str:
-        """Where argparse keeps the flag's value (``config.option.<dest>``)."""
-        assert self.flag is not None
-        return self.flag.lstrip("-").replace("-", "_")
-
-    def declare(self, group: pytest.OptionGroup, parser: pytest.Parser) -> None:
-        """Register the flag in ``group`` and the ini setting with ``parser``."""
-        if self.flag is not None:
-            group.addoption(self.flag, **self.flag_arguments())
-        if self.ini is not None:
-            shown = f" (default: {self.default})" if self.default else ""
-            parser.addini(self.ini, self.ini_help + shown, default=self.default)
-
-    def flag_arguments(self, help_suffix: str = "") -> dict[str, Any]:
-        """``addoption``'s keywords for this flag (another spelling of it passes the same, ``--device``)."""
-        arguments: dict[str, Any] = {"dest": self.dest, "help": self.flag_help + help_suffix}
-        reader = self.flag_read or self.read
-        if self.choices is not None:
-            arguments.update(choices=self.choices, default=None)
-        elif reader is None:
-            arguments.update(action="store_true")
-        elif reader is not str:
-            arguments.update(type=_argparse_type(reader), default=None)
-        else:
-            arguments.update(default=None)
-        if self.metavar is not None:
-            arguments["metavar"] = self.metavar
-        return arguments
-
-    def value(self, config: pytest.Config) -> Any:
-        """This run's value: the flag's when given, else the ini's; a bad ini value is a usage error naming it."""
-        if self.resolve is not None:
-            return self.resolve(config)
-        given = getattr(config.option, self.dest) if self.flag is not None else None
-        if given or self.ini is None:
-            return bool(given) if self.read is None and self.choices is None else given
-        assert self.read is not None
-        raw = config.getini(self.ini)
-        try:
-            return self.read(raw)
-        except ValueError as error:
-            raise pytest.UsageError(f"ini option {self.ini} = {error}") from None
-
-
-def _argparse_type(reader: Reader) -> Callable[[str], Any]:
-    """``reader`` as argparse's ``type=``: its ``ValueError`` becomes the message argparse shows."""
-
-    def read(text: str) -> Any:
-        try:
-            return reader(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    return read
-
-
-def _setting(**declaration: Any) -> dict[str, Setting]:
-    """The metadata of a field of ``AccelOptions``: the ``Setting`` that declares it (see ``SETTINGS``)."""
-    return {"setting": Setting(**declaration)}
-
-
-def _switch(flag: str, flag_help: str, implied_by: str | None = None) -> dict[str, Setting]:
-    """A flag that is on or off (``store_true``), with no ini setting."""
-    return _setting(flag=flag, flag_help=flag_help, implied_by=implied_by)
-
-
-def _chosen(
-    flag: str, choices: tuple[str, ...], flag_help: str, ini: str, ini_help: str, default: str, child: bool = False
-) -> dict[str, Setting]:
-    """One of ``choices``, from the flag, else the ini setting (whose ``default`` is one of them)."""
-    return _setting(
-        flag=flag, choices=choices, flag_help=flag_help, ini=ini, ini_help=ini_help, default=default,
-        read=_choice(choices), child=child,
-    )  # fmt: skip
-
-
-def _output(flag: str, metavar: str, flag_help: str, read: Reader = parse_output_path) -> dict[str, Setting]:
-    """A file (or with ``read=parse_output_folder`` a folder) this run writes, checked before it measures."""
-    return _setting(flag=flag, read=read, metavar=metavar, flag_help=flag_help)
-
-
-def _ini(ini: str, default: str, read: Reader, ini_help: str, child: bool = True) -> dict[str, Setting]:
-    """A setting of the ini file only; by default a child pytest gets this run's value."""
-    return _setting(ini=ini, default=default, read=read, ini_help=ini_help, child=child)
 
 
 # The defaults that live with their rules, written as an ini file writes them: declared once, there.
@@ -244,88 +111,88 @@ class AccelOptions:
     """
 
     # the --device choice: auto, cpu, cuda or hpu
-    device: str = field(metadata=_chosen(
+    device: str = field(metadata=chosen(
         "--accel-device", DEVICE_CHOICES, DEVICE_HELP, "accel_device", "default for --device / --accel-device", "auto"
     ))  # fmt: skip
     # smoke or full
-    profile: str = field(metadata=_chosen(
+    profile: str = field(metadata=chosen(
         "--accel-profile", PROFILE_CHOICES,
         "workload sizes: smoke (seconds on a laptop CPU) or full (the studies' sizes; needs a device)",
         "accel_profile", "default for --accel-profile (smoke or full)", "smoke",
     ))  # fmt: skip
     # --accel-json
-    json_path: Path | None = field(metadata=_output(
+    json_path: Path | None = field(metadata=output(
         "--accel-json", "PATH", "write every measurement of this run, with provenance, to PATH as JSON"
     ))  # fmt: skip
     # timed budget per measurement
-    measure_seconds: float = field(metadata=_setting(
-        flag="--accel-measure-seconds", read=_positive, metavar="S", child=True,
+    measure_seconds: float = field(metadata=declared(
+        flag="--accel-measure-seconds", read=positive, metavar="S", child=True,
         flag_help="timed budget per measurement in seconds (default: ini accel_measure_seconds)",
         ini="accel_measure_seconds", ini_help="timed budget per measurement, seconds",
         default=_text(_MEASURE.measure_seconds),
     ))  # fmt: skip
     # --accel-markdown
-    markdown_path: Path | None = field(metadata=_output(
+    markdown_path: Path | None = field(metadata=output(
         "--accel-markdown", "PATH",
         "write a Markdown summary of this run (regressions first) to PATH, e.g. for a CI job page",
     ))  # fmt: skip
     # the baseline folder
-    baselines: Path = field(metadata=_setting(
+    baselines: Path = field(metadata=declared(
         flag="--accel-baselines", read=str, metavar="DIR", resolve=_baselines_root,
         flag_help="baseline folder (default: ini accel_baselines, else 'baselines' beside the ini file)",
         ini="accel_baselines", ini_help="baseline folder, relative to the ini file", default="baselines",
     ))  # fmt: skip
     # the nightly history whose nights' drift widens each figure's bound
-    history: Path | None = field(metadata=_setting(
+    history: Path | None = field(metadata=declared(
         flag="--accel-history", read=str, metavar="DIR", resolve=_history_root, child=True,
         flag_help="the nightly results history (the folder pytest-accel archive fills): how far each figure moved "
         "between its unchanged nights there widens its bound (default: ini accel_history; none)",
         ini="accel_history", ini_help="nightly results history folder, relative to the ini file", default="",
     ))  # fmt: skip
     # record this run's measurements as baselines (--accel-update or --accel-reset-history)
-    update: bool = field(metadata=_switch(
+    update: bool = field(metadata=switch(
         "--accel-update", "write this run's measurements into the baselines (only those measured; others untouched)",
         implied_by="reset_history",
     ))  # fmt: skip
     # forget the earlier recordings of the measured tests
-    reset_history: bool = field(metadata=_switch(
+    reset_history: bool = field(metadata=switch(
         "--accel-reset-history",
         "like --accel-update, and forget the earlier recordings of the measured tests (an accepted change)",
     ))  # fmt: skip
     # measure beside the standard neighbour and store how far it moved each test
-    calibrate: bool = field(metadata=_switch(
+    calibrate: bool = field(metadata=switch(
         "--accel-calibrate",
         "measure the selected tests beside the standard neighbour (a second copy of them in a child pytest) and "
         "store how far it moved each one with its baseline: on a shared host, a slowdown beyond that is judged",
     ))  # fmt: skip
     # a figure not judged fails: noisy, or new against an incomparable baseline
-    strict: bool = field(metadata=_switch(
+    strict: bool = field(metadata=switch(
         "--accel-strict",
         "a figure not judged fails its test: 'noisy', or 'new' (nothing comparable to judge it against)"
         " (default: reported, passes)",
     ))  # fmt: skip
     # a figure whose setup (host allocator, huge pages, threads) differs from its baseline's passes, not judged
-    allow_setup_mismatch: bool = field(metadata=_switch(
+    allow_setup_mismatch: bool = field(metadata=switch(
         "--accel-allow-setup-mismatch",
         "a figure whose setup differs from its baseline's (host allocator, huge pages, threads) passes as not"
         " judged (default: it fails its test, naming the difference and how to restore it)",
     ))  # fmt: skip
     # a new (unjudged) measurement fails
-    require_baseline: bool = field(metadata=_switch(
+    require_baseline: bool = field(metadata=switch(
         "--accel-require-baseline",
         "a measurement with no baseline for this device fails its test (default: 'new', passes)",
     ))  # fmt: skip
     # --accel-stale: list entries of tests that no longer exist, and exit
-    stale: bool = field(metadata=_switch(
+    stale: bool = field(metadata=switch(
         "--accel-stale", "after collection, list baseline entries of tests that no longer exist, and exit",
         implied_by="prune",
     ))  # fmt: skip
     # --accel-prune: remove them
-    prune: bool = field(metadata=_switch(
+    prune: bool = field(metadata=switch(
         "--accel-prune", "like --accel-stale, and remove those entries from the baseline file"
     ))  # fmt: skip
     # when operator tables are taken: auto, always or off (OPERATOR_CHOICES)
-    operators: str = field(metadata=_chosen(
+    operators: str = field(metadata=chosen(
         "--accel-operators", OPERATOR_CHOICES,
         "when to take a workload's operator table with torch.profiler: auto (at --accel-update, stored in the "
         "baseline, and on a confirmed regression, diffed against it), always (every measurement too), off "
@@ -333,118 +200,118 @@ class AccelOptions:
         "accel_operators", "when to take operator tables: auto, always or off", "auto",
     ))  # fmt: skip
     # what a structural change does: fail, warn or off (STRUCTURE_POLICIES)
-    structure: str = field(metadata=_chosen(
+    structure: str = field(metadata=chosen(
         "--accel-structure", STRUCTURE_POLICIES,
         "what a change of what ran (operators, compiled graphs, graph breaks, recompilations, host syncs) does: "
         "fail its test, warn, or off: take no structural record (default: ini accel_structure, else fail)",
         "accel_structure", "what a structural change does: fail, warn or off", "fail",
     ))  # fmt: skip
     # --accel-structure-only: judge what ran, not time
-    structure_only: bool = field(metadata=_switch(
+    structure_only: bool = field(metadata=switch(
         "--accel-structure-only",
         "judge only what ran, not time: a short warm-up and the structural record per measurement (seconds a "
         "test; no quiet machine or recordings of this host needed)",
     ))  # fmt: skip
     # --accel-count: count each perf test's work under callgrind (judgement/counts.py), and judge it
-    count: bool = field(metadata=_switch("--accel-count", _COUNT_HELP))
+    count: bool = field(metadata=switch("--accel-count", _COUNT_HELP))
     # --accel-trace: the Chrome trace of each regressed workload goes there
-    trace_dir: Path | None = field(metadata=_output(
+    trace_dir: Path | None = field(metadata=output(
         "--accel-trace", "DIR",
         "write the Chrome/Perfetto trace of each regressed workload (of every measurement with "
         "--accel-operators=always) into DIR, one file per test",
         read=parse_output_folder,
     ))  # fmt: skip
     # torch threads on the CPU; None: the device's default (half the cores)
-    cpu_threads: int | None = field(metadata=_setting(
-        flag="--accel-cpu-threads", flag_read=_integer(1), metavar="N",
+    cpu_threads: int | None = field(metadata=declared(
+        flag="--accel-cpu-threads", flag_read=integer(1), metavar="N",
         flag_help="torch threads when measuring on the CPU (default: ini accel_cpu_threads, else half the cores)",
         ini="accel_cpu_threads", ini_help="torch threads on the CPU (0: half the cores)", default="0",
         read=lambda text: integer_text(text, 0) or None,
     ))  # fmt: skip
     # Settings of the ini file only. A child gets each that decides a figure or a verdict.
     # warm-up budget, counted after the first call
-    warmup_max_seconds: float = field(metadata=_ini(
-        "accel_warmup_max_seconds", _text(_MEASURE.warmup_max_seconds), _positive,
+    warmup_max_seconds: float = field(metadata=ini_setting(
+        "accel_warmup_max_seconds", _text(_MEASURE.warmup_max_seconds), positive,
         "upper bound on warm-up per measurement, seconds of calls after the first (which may compile)",
     ))  # fmt: skip
     # the machine-state probes beside the rounds (off: a verdict cannot tell a state shift from a regression)
-    state_probes: bool = field(metadata=_ini(
-        "accel_state_probes", "true", _boolean,
+    state_probes: bool = field(metadata=ini_setting(
+        "accel_state_probes", "true", boolean,
         "time the machine-state probes (a copy, a gather, a fresh mapping) beside the rounds, so that a verdict "
         "can tell a machine-state shift from a regression (true/false; ab turns them off)",
     ))  # fmt: skip
     # the work counted with callgrind's cache simulation (misses beside the instructions), at several times the cost
-    count_misses: bool = field(metadata=_ini(
-        "accel_count_misses", "false", _boolean,
+    count_misses: bool = field(metadata=ini_setting(
+        "accel_count_misses", "false", boolean,
         "with --accel-count, simulate the caches too and judge last-level misses beside the instructions "
         "(true/false; several times slower)", child=False,
     ))  # fmt: skip
     # timed rounds at least, whatever the budget
-    min_rounds: int = field(metadata=_ini(
-        "accel_min_rounds", _text(_MEASURE.min_rounds), _integer(1),
+    min_rounds: int = field(metadata=ini_setting(
+        "accel_min_rounds", _text(_MEASURE.min_rounds), integer(1),
         "timed rounds per measurement at least, whatever the budget",
     ))  # fmt: skip
     # the suite's verdict thresholds (``policy``; a perf marker may override the first two per test)
-    tolerance: float = field(metadata=_ini(
-        "accel_tolerance", _text(_POLICY.tolerance), _positive, "default slowdown tolerance of the verdict (fraction)"
+    tolerance: float = field(metadata=ini_setting(
+        "accel_tolerance", _text(_POLICY.tolerance), positive, "default slowdown tolerance of the verdict (fraction)"
     ))  # fmt: skip
-    memory_tolerance: float = field(metadata=_ini(
-        "accel_memory_tolerance", _text(_POLICY.memory_tolerance), _positive,
+    memory_tolerance: float = field(metadata=ini_setting(
+        "accel_memory_tolerance", _text(_POLICY.memory_tolerance), positive,
         "default peak-memory growth tolerance (fraction)",
     ))  # fmt: skip
-    noisy_spread_floor: float = field(metadata=_ini(
-        "accel_noisy_spread_floor", _text(_POLICY.noisy_spread_floor), _positive,
+    noisy_spread_floor: float = field(metadata=ini_setting(
+        "accel_noisy_spread_floor", _text(_POLICY.noisy_spread_floor), positive,
         "a run whose rounds spread more than this (IQR/median, and 3x the baseline's) is too unsteady to judge: "
         "noisy (fraction)",
     ))  # fmt: skip
-    probe_drift_limit: float = field(metadata=_ini(
-        "accel_probe_drift_limit", _text(_POLICY.probe_drift_limit), _above_one,
+    probe_drift_limit: float = field(metadata=ini_setting(
+        "accel_probe_drift_limit", _text(_POLICY.probe_drift_limit), above_one,
         "a run whose reference kernel runs this many times faster or slower than at the baseline's recording is "
         "in another machine state: noisy",
     ))  # fmt: skip
-    state_noise_floor: float = field(metadata=_ini(
-        "accel_state_noise_floor", _text(_POLICY.state_noise_floor), _positive,
+    state_noise_floor: float = field(metadata=ini_setting(
+        "accel_state_noise_floor", _text(_POLICY.state_noise_floor), positive,
         "machine-state probe noise ignored before a verdict widens or turns noisy (fraction)",
     ))  # fmt: skip
-    foreign_cpu_margin: float = field(metadata=_ini(
-        "accel_foreign_cpu_margin", _text(_POLICY.foreign_cpu_margin), _positive,
+    foreign_cpu_margin: float = field(metadata=ini_setting(
+        "accel_foreign_cpu_margin", _text(_POLICY.foreign_cpu_margin), positive,
         "share of the host's CPU that other processes may use beyond the baseline's recordings before a slower "
         "figure is noisy (fraction)",
     ))  # fmt: skip
     # in-process re-measurements of a suspected regression
-    confirmations: int = field(metadata=_ini(
-        "accel_confirmations", _text(_GATE.confirmations), _integer(0),
+    confirmations: int = field(metadata=ini_setting(
+        "accel_confirmations", _text(_GATE.confirmations), integer(0),
         "re-measurements before a regression fails a test",
     ))  # fmt: skip
     # confirm a regression in a fresh pytest process too
-    fresh_confirmation: bool = field(metadata=_ini(
-        "accel_fresh_process_confirmation", "true", _boolean,
+    fresh_confirmation: bool = field(metadata=ini_setting(
+        "accel_fresh_process_confirmation", "true", boolean,
         "re-measure a confirmed regression once more in a fresh pytest process before failing (true/false)",
         child=False,
     ))  # fmt: skip
     # suspects measured beside their recorded build: the run's budget for those sittings
-    recorded_minutes: float = field(metadata=_ini(
-        "accel_recorded_minutes", "20", _at_least_zero,
+    recorded_minutes: float = field(metadata=ini_setting(
+        "accel_recorded_minutes", "20", at_least_zero,
         "minutes a run may spend in all measuring suspects beside the build their baseline recorded (an ab sitting "
         "of that commit against this tree, for a confirmed regression or a figure left unjudged while it read "
         "slower; 0: never)",
         child=False,
     ))  # fmt: skip
     # a figure that abstained because of a neighbour: how long the run may wait, in all, for it to leave
-    quiet_wait_seconds: float = field(metadata=_ini(
-        "accel_quiet_wait_seconds", "120", _at_least_zero,
+    quiet_wait_seconds: float = field(metadata=ini_setting(
+        "accel_quiet_wait_seconds", "120", at_least_zero,
         "seconds a run may wait in all for a neighbour to leave, to measure again the figures it left unjudged "
         "(0: never wait)",
         child=False,
     ))  # fmt: skip
     # under torchrun: how long a rank waits for the others
-    rank_timeout_seconds: float = field(metadata=_ini(
-        "accel_rank_timeout_seconds", "300", _positive,
+    rank_timeout_seconds: float = field(metadata=ini_setting(
+        "accel_rank_timeout_seconds", "300", positive,
         "under torchrun: how long a rank waits for the others before failing, naming the missing ranks",
         child=False,
     ))  # fmt: skip
     # the CPU's malloc mode (engine/devices/hostalloc.py)
-    host_allocator: str = field(metadata=_chosen(
+    host_allocator: str = field(metadata=chosen(
         "--accel-host-allocator", HOST_ALLOCATOR_MODES,
         "on the CPU: steady keeps freed memory in the process, as a caching allocator does, so no call pays for "
         "another's page faults; system leaves the C library's malloc as it is (default: ini accel_host_allocator, "
@@ -539,7 +406,7 @@ class AccelOptions:
         unknown = set(marker) - set(MARKER_SETTINGS)
         if unknown:
             raise ValueError(
-                f"unknown perf marker setting(s) {', '.join(sorted(unknown))}; known: {', '.join(MARKER_SETTINGS)}"
+                f"unknown perf marker declared(s) {', '.join(sorted(unknown))}; known: {', '.join(MARKER_SETTINGS)}"
             )
         structure = marker.get(_MARKER_STRUCTURE, "fail")
         if structure not in STRUCTURE_POLICIES:
