@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -195,6 +196,19 @@ def test_with_device_auto_other_tests_run_under_xdist_and_a_perf_test_fails_nami
     result.stdout.fnmatch_lines(
         ["*measures under xdist (-n) with a card (or cores) per worker*--device cuda, hpu or cpu*"]
     )
+
+
+def test_a_test_that_hangs_in_a_worker_ends_it_named_and_the_run_ends(perf_pytester: pytest.Pytester) -> None:
+    perf_pytester.makepyfile(test_hang="import time\n\ndef test_hang():\n    time.sleep(300)\n",
+                             test_fine="def test_fine():\n    pass\n")  # fmt: skip
+    started = time.monotonic()
+    result = perf_pytester.runpytest_subprocess("--device", "cpu", "-n", "2", "-p", "no:cacheprovider",
+                                                "-o", "accel_worker_timeout_seconds=2")  # fmt: skip
+    assert time.monotonic() - started < 120  # not the 300 s of the hung test
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*worker 'gw*' crashed while running 'test_hang.py::test_hang'*"])
+    result.stderr.fnmatch_lines(["accel: xdist worker gw* (cpus *) still in test_hang.py::test_hang after 2 s*",
+                                 "*Timeout*", "*test_hang.py*in test_hang*"])  # fmt: skip
 
 
 # -- a figure judged on its own card's recordings ---------------------------------------------------------

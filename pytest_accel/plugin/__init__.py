@@ -19,7 +19,7 @@ from pytest_accel.engine.cards import pin_worker_cpus
 from pytest_accel.engine.devices.hostalloc import as_the_user_set, ask_for_huge_pages, torch_importers
 from pytest_accel.engine.processes import watch_lifeline
 from pytest_accel.plugin.options import MARKER_SETTINGS, SETTINGS
-from pytest_accel.plugin.workers import auto_workers, place_workers, placed, places, unplaced
+from pytest_accel.plugin.workers import auto_workers, keep_stderr, place_workers, placed, places, unplaced
 
 if TYPE_CHECKING:
     from pytest_accel.engine.devices.base import Device
@@ -53,6 +53,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     Before them, as they may import torch: the steady host allocator's huge pages (hostalloc), and in an xdist
     worker on the CPU its own cores (plugin/workers.py)."""
     pin_worker_cpus(os.environ)
+    keep_stderr()  # a placed worker's own stderr, before pytest captures it: where a hung test is named
     setting = SETTINGS["host_allocator"]
     mode = getattr(early_config.known_args_namespace, setting.dest, None) or early_config.getini(str(setting.ini))
     importers = None

@@ -310,6 +310,13 @@ class AccelOptions:
         "under torchrun: how long a rank waits for the others before failing, naming the missing ranks",
         child=False,
     ))  # fmt: skip
+    # under xdist: how long one test may run in a worker before the worker is ended, named (plugin/workers.py)
+    worker_timeout_seconds: float = field(metadata=ini_setting(
+        "accel_worker_timeout_seconds", "3600", at_least_zero,
+        "under xdist (-n) with a named device: seconds one test may run in a worker before the worker is ended "
+        "with its stacks dumped, named by xdist as crashed in that test (0: never)",
+        child=False,
+    ))  # fmt: skip
     # the CPU's malloc mode (engine/devices/hostalloc.py)
     host_allocator: str = field(metadata=chosen(
         "--accel-host-allocator", HOST_ALLOCATOR_MODES,

@@ -10,9 +10,11 @@ see (the device, its provenance, what was written) comes back in ``workeroutput`
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any, final
 
 import pytest
@@ -36,10 +38,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WORKER_OUTPUT",
+    "HangWatch",
     "Workers",
     "auto_workers",
     "is_controller",
     "is_worker",
+    "keep_stderr",
     "place_workers",
     "placed",
     "places",
@@ -158,6 +162,10 @@ class Workers:
         A run that cannot be spread over workers is a usage error, in the controller and in each worker."""
         if (is_worker(config) or is_controller(config)) and (problem := xdist_problem(options)) is not None:
             raise pytest.UsageError(problem)
+        # pytest's own watch (faulthandler_timeout), where set, stays: faulthandler holds one timer per process
+        theirs = float(config.getini("faulthandler_timeout") or 0)
+        if is_worker(config) and placed() and options.worker_timeout_seconds > 0 and not theirs:
+            config.pluginmanager.register(HangWatch(options.worker_timeout_seconds), "accel-hang-watch")
         if not is_controller(config):
             return None
         workers = cls(config)
@@ -206,3 +214,50 @@ class Workers:
 
     def waited(self) -> float:
         return float(sum(e.get("waited", 0.0) for e in self.ended))
+
+
+# The worker's own stderr (the controller's), kept before pytest captures fd 2 (``keep_stderr``): what a hung
+# test's worker says there is seen, where pytest's capture file would die with the worker.
+_own_stderr: list[int] = []
+
+
+def keep_stderr() -> None:
+    """In a placed xdist worker, before pytest captures fd 2: a copy of it, for ``HangWatch``."""
+    if placed() and os.environ.get("PYTEST_XDIST_WORKER") and not _own_stderr:
+        _own_stderr.append(os.dup(2))
+
+
+# After saying which test hung, the worker is ended this much later by faulthandler's own thread, which needs no
+# Python lock: a test stuck in a call that holds the GIL is ended too, with only faulthandler's words.
+_SAY_THEN_END_SECONDS = 2.0
+
+
+@final
+class HangWatch:
+    """In a placed xdist worker: a test that runs past ``seconds`` ends the worker, its stacks dumped to stderr
+    (``faulthandler.dump_traceback_later(exit=True)``); xdist names it, "worker 'gw1' crashed while running
+    <test>", fails that test, and gives a new worker the card and the tests left. A worker that waits forever
+    on its card would otherwise hold the run forever: xdist has no timeout of its own."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        said = threading.Timer(self.seconds, self._say, (item.nodeid,))
+        said.daemon = True
+        said.start()
+        stderr = _own_stderr[0] if _own_stderr else 2
+        faulthandler.dump_traceback_later(self.seconds + _SAY_THEN_END_SECONDS, exit=True, file=stderr)
+        try:
+            return (yield)
+        finally:
+            said.cancel()
+            faulthandler.cancel_dump_traceback_later()
+
+    def _say(self, test: str) -> None:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "a worker")
+        card = worker_card() or "cpus " + os.environ.get(WORKER_CPUS_ENV, "?").replace(",", " ")
+        line = (f"accel: xdist worker {worker} ({card}) still in {test} after {self.seconds:g} s "
+                "(accel_worker_timeout_seconds): ending it, its stacks follow\n")  # fmt: skip
+        os.write(_own_stderr[0] if _own_stderr else 2, line.encode("utf-8", "replace"))
