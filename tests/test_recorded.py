@@ -29,6 +29,7 @@ from pytest_accel.judgement.recorded_build import (
     word_from_comparison,
     worth_a_sitting,
 )
+from pytest_accel.judgement.structures import StructureVerdict
 from pytest_accel.judgement.verdict import BesideRecorded, VerdictRecord
 from pytest_accel.plugin.parts import LAUNCHERS
 from pytest_accel.sittings.recorded_build import recorded_commit
@@ -120,6 +121,20 @@ def test_the_record_keeps_what_the_sitting_said_and_knows_when_the_host_moved() 
     none_held = GateResult(SUSPECT, None, ONE, recorded=RecordedWord("", "recorded with local changes")).record
     assert none_held.beside_recorded == BesideRecorded("", None, "recorded with local changes")
     assert not none_held.host_moved and GateResult(SUSPECT, None, ONE).record.beside_recorded is None
+
+
+def test_a_shared_slowdown_while_other_operators_ran_is_the_environment_and_regressed_even_where_structure_warns() -> (
+    None
+):
+    """A variable or plugin the environment's fingerprint does not name slows both builds of the sitting alike: it
+    read "the same", but the host does not change what runs, so the slowdown stands (exit 1, not "not the code")."""
+    same = word(Outcome.UNCHANGED, 1.01, 0.98, 1.04)
+    record = GateResult(with_recorded_word(SUSPECT, same, 0.05), None, ONE, recorded=same).record
+    warned = replace(record, structure=StructureVerdict(Outcome.CHANGED, ("aten::mul calls per call 4 -> 8",), False))
+    assert record.host_moved and record.outcome is Outcome.UNCHANGED
+    assert warned.environment_moved and not warned.host_moved and warned.outcome is Outcome.REGRESSED
+    kept = replace(record, structure=StructureVerdict(Outcome.UNCHANGED))
+    assert kept.host_moved and kept.outcome is Outcome.UNCHANGED
 
 
 @pytest.mark.parametrize(

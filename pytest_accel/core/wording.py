@@ -324,6 +324,19 @@ def not_counted(why: str) -> str:
     return f"not counted: {why}"
 
 
+# --- a slowdown the recorded build beside it shared ------------------------------------------------
+
+
+def environment_moved(name: str, change: str) -> str:
+    """The failure of a figure slower than its stored one whose recorded build, beside it, read the same while other
+    operators ran than at the recordings (the structural record warns only): the environment, not the host."""
+    return (
+        f"perf regressed: {name}: time {change} against its stored figure; the recorded build, measured beside it,"
+        " read the same, yet other operators ran than at the recordings: not the host (a host does not change what"
+        " runs) but the environment (a variable, a plugin, a library), which the sitting carried into both builds"
+    )
+
+
 # --- confirmation ----------------------------------------------------------------------------------
 
 

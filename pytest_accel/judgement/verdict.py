@@ -87,15 +87,36 @@ class VerdictRecord:
     count: CountVerdict | None = None  # the work counted under callgrind (--accel-count), when it was asked for
 
     @property
-    def host_moved(self) -> bool:
-        """Read slower than its stored figure and passed: its recorded build, measured beside it, read the same
-        (or slower). Not the code: the host moved since the recordings (a sitting is held only in their environment)."""
+    def _beside_read_the_same(self) -> bool:
+        """Read slower than its stored figure, and its recorded build, measured beside it, read the same (or slower)."""
         said = None if self.beside_recorded is None else self.beside_recorded.said
         return self.time.outcome is Outcome.UNCHANGED and said in (Outcome.UNCHANGED, Outcome.IMPROVED)
 
     @property
+    def ran_other(self) -> bool:
+        """Other operators ran than at the recordings (the structural record changed, enforced or not)."""
+        return self.structure is not None and self.structure.outcome is Outcome.CHANGED
+
+    @property
+    def host_moved(self) -> bool:
+        """Read slower than its stored figure and passed: its recorded build, measured beside it, read the same
+        (or slower), and the same operators ran. Not the code: the host moved since the recordings (a sitting is
+        held only in their environment)."""
+        return self._beside_read_the_same and not self.ran_other
+
+    @property
+    def environment_moved(self) -> bool:
+        """Read slower than its stored figure, its recorded build beside it the same, yet other operators ran: not
+        the host (a host does not change what runs) but the environment, which the sitting carried on both sides
+        (a variable or a plugin the environment's fingerprint does not name): a regression, never "not the code"."""
+        return self._beside_read_the_same and self.ran_other
+
+    @property
     def outcome(self) -> Outcome:
-        """The worst outcome: a memory regression, or a structural change that fails, counts like a time regression."""
+        """The worst outcome: a memory regression, a structural change that fails, or a slowdown the environment
+        carried into both builds of its sitting (``environment_moved``) counts like a time regression."""
+        if self.environment_moved:
+            return Outcome.REGRESSED
         if self.memory is not None and self.memory.outcome is Outcome.REGRESSED:
             return Outcome.REGRESSED
         if self.structure is not None and self.structure.fails:

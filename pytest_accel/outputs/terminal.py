@@ -127,18 +127,20 @@ def _moved_lines(records: Sequence[Recorded]) -> list[str]:
     own environment, judgement/recorded_build.py). Where other
     operators ran than at the recordings, not the host: a host does not change what runs, so recording
     again would bury a change of the environment (a variable, a plugin, a library)."""
-    moved = [r for r in records if r.verdict is not None and r.verdict.host_moved]
+    moved = [r for r in records if r.verdict is not None and (r.verdict.host_moved or r.verdict.environment_moved)]
     if not moved:
         return []
     names = short_names([display_name(r.test, r.measurement.name) for r in moved])
     rows = [(_ran_other(r.verdict), _moved_row(name, r.verdict)) for r, name in zip(moved, names, strict=True)]
-    lines = [f"accel: {len(moved)} slower than the stored figure, not than the recorded build beside it: not the code"]
+    lines = []
     if host := [row for ran_other, row in rows if not ran_other]:
-        lines += [_HOST_OR_LIBRARY, *host]
+        said = f"accel: {len(host)} slower than the stored figure, not than the recorded build beside it: not the code"
+        lines += [said, _HOST_OR_LIBRARY, *host]
     if other := [row for ran_other, row in rows if ran_other]:
         lines += [
-            "accel:   other operators ran than at the recordings, so not the host: the environment (a variable,",
-            "accel:   a plugin, a library) changed; see what ran, above:",
+            f"accel: {len(other)} slower than the stored figure and its recorded build alike, yet other operators ran:",
+            "accel:   not the host: the environment changed (a variable, a plugin, a library): regressed,"
+            " see what ran:",
             *other,
         ]
     return lines
@@ -150,7 +152,7 @@ _HOST_OR_LIBRARY = (
 
 
 def _ran_other(verdict: VerdictRecord | None) -> bool:
-    return verdict is not None and verdict.structure is not None and verdict.structure.outcome is Outcome.CHANGED
+    return verdict is not None and verdict.ran_other
 
 
 def _moved_row(name: str, verdict: VerdictRecord | None) -> str:

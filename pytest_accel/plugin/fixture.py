@@ -26,7 +26,8 @@ from pytest_accel.core.measurement import EAGER, GRAPH, TIMINGS, UNPROBED, Measu
 from pytest_accel.core.operator_table import absent_line, explain, in_one_line
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.structure import Structure
-from pytest_accel.core.units import format_bytes, format_seconds, joined_to_fit
+from pytest_accel.core.units import format_bytes, format_percent_change, format_seconds, joined_to_fit
+from pytest_accel.core.wording import environment_moved
 from pytest_accel.engine.devices.base import (
     CacheFlush,
     ClockWatch,
@@ -361,6 +362,11 @@ class Throughput:
             failure = _with_lines(failure, _what_ran_changed(verdict.lines, record.operators, verbose))
         elif failure is not None and verdict.outcome is Outcome.UNCHANGED:
             failure = _with_lines(failure, ["what ran is unchanged: the same operators, as often, as at the baseline"])
+        elif failure is None and record.environment_moved:  # the structure only warns: the slowdown still fails
+            said = environment_moved(
+                name, "slower" if record.time.ratio is None else format_percent_change(record.time.ratio)
+            )
+            failure = _with_lines(said, _what_ran_changed(verdict.lines, (), False))
         elif failure is None:
             failure = structural_failure
         return record, failure
