@@ -26,7 +26,7 @@ run); each call's wall time against its share is in ``calls``, and a call over i
 1. timing: the ``throughput`` fixture's figure (a real pytest run) against
    ``triton.testing.do_bench`` (CUDA only; it flushes L2) and ``torch.utils.benchmark.Timer`` on
    kernels from ~20 us to ~50 ms (bf16 matmul 8192^3, SDPA at the SD3 1024^2 joint shape, a
-   layernorm, a small elementwise add);
+   layernorm, a small elementwise add), each with its energy window (NVML: joules per call, watts);
 2. peaks: the measured bf16 matmul and copy peaks against the datasheet;
 3. suite: a sized subset of ``perf_tests`` (``--accel-profile full`` on a device, ``smoke`` dry),
    a +20% allocation that the memory gate must fail, an oversized allocation that must fail its
@@ -78,6 +78,8 @@ SUITE_SUBSET_DRY = "test_attention_forward and sd3-128px-b2 and sdpa-math"
 # Dry mode: budgets that keep every pytest run to seconds (tiny sizes: no figure means anything).
 DRY_OPTIONS = ("--accel-measure-seconds", "0.1", "-o", "accel_warmup_max_seconds=0.3", "-o", "accel_min_rounds=8")
 DRY_TIMER_SECONDS = 0.2  # torch.utils.benchmark.Timer's min_run_time in dry mode (1 s on a device)
+# The timing section's energy window: NVML's counter read around a second of each kernel's calls.
+ENERGY_SECONDS = 1.0
 INJECTED = {"A/A": 0, "2% slower": 50, "5% slower": 20}  # repeat every k-th call (0: never)
 
 TEST_FILE = """
@@ -167,8 +169,10 @@ def _timeout_options(seconds: float) -> list[str]:
     return ["-p", "timeout", f"--timeout={seconds:.0f}"] if seconds and _has("pytest_timeout") else []
 
 
-def _pytest_command(device: str) -> list[str]:
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--device", device]
+def _pytest_command(device: str, energy_seconds: float = 0) -> list[str]:
+    """A pytest run of the check; the energy window (a second a measurement) only where a section reads it."""
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--device", device,
+               "-o", f"accel_energy_seconds={energy_seconds:g}"]  # fmt: skip
     installed = any(e.value.startswith("pytest_accel") for e in importlib.metadata.entry_points(group="pytest11"))
     return command if installed else [*command, "-p", "pytest_accel.plugin"]  # run from the tree, not installed
 
@@ -279,7 +283,7 @@ class Check:
         result_file = self.scratch / "timing.json"
         ran = self.run(
             [
-                *_pytest_command(self.device),
+                *_pytest_command(self.device, energy_seconds=ENERGY_SECONDS),
                 "test_check.py",
                 "-k",
                 "test_kernel",
@@ -307,6 +311,7 @@ class Check:
             entry = ours.get(f"test_check.py::test_kernel[{name}]")
             figure = entry["figures"]["seconds_per_call"] if entry else None
             rows[name] = {
+                "energy": (entry.get("extra") or {}).get("energy") if entry else None,  # NVML's window, or why not
                 "fixture_seconds": figure,
                 "torch_timer_seconds": reference,
                 "do_bench_seconds": do_bench,

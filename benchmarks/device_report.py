@@ -10,6 +10,15 @@ def _percent(value: object) -> str:
     return "-" if value is None else f"{float(value) * 100:+.1f}%"  # type: ignore[arg-type]
 
 
+def _energy(energy: dict[str, Any] | None) -> str:
+    """``612 mJ/call, 305 W (nvml)``, or why it was not measured."""
+    if not energy:
+        return "-"
+    if energy.get("not_measured"):
+        return f"not measured: {energy['not_measured']}"
+    return f"{energy['joules_per_item'] * 1e3:.3g} mJ/call, {energy['watts']:.0f} W ({energy['meter']})"
+
+
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# pytest-accel device check: {report['device']} ({report['started']})", ""]
     env = report.get("environment", {})
@@ -20,8 +29,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [
             "## Timing agreement",
             "",
-            "| kernel | fixture | torch Timer | do_bench | fixture vs Timer | vs do_bench |",
-            "|---|---|---|---|---|---|",
+            "| kernel | fixture | torch Timer | do_bench | fixture vs Timer | vs do_bench | energy |",
+            "|---|---|---|---|---|---|---|",
         ]
         for name, row in timing["kernels"].items():
             cells = [
@@ -30,7 +39,7 @@ def markdown(report: dict[str, Any]) -> str:
             ]
             lines.append(
                 f"| {name} | {' | '.join(cells)} | {_percent(row['fixture_vs_timer'])} |"
-                f" {_percent(row['fixture_vs_do_bench'])} |"
+                f" {_percent(row['fixture_vs_do_bench'])} | {_energy(row.get('energy'))} |"
             )
         lines.append("")
     for name in ("peaks",):

@@ -9,6 +9,8 @@ import pytest
 from support import FAST_OPTIONS
 
 from pytest_accel.commands.cli import main
+from pytest_accel.core.cost import cost_of
+from pytest_accel.core.energy import Energy
 
 # test_steady is the control, so it is CPU-bound like the reference kernel that normalises it: a
 # sleep is not, and on the shared VM one read -9% (p = 0.008) across 12 quick runs as the host changed.
@@ -102,6 +104,32 @@ def test_report_makes_a_cross_device_table_and_html(
     assert "| test | cpu-" in out and "/ cuda-nvidia-h100-80gb-hbm3 |" in out and "1.00x" in out
     text = page.read_text()
     assert text.startswith("<!doctype html>") and text.count("data:image/png;base64,") == 2
+
+
+def test_report_says_what_each_figure_costs_per_device_where_a_file_has_energy_or_prices(
+    results: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, _ = results
+    capsys.readouterr()
+    assert main(["report", str(a)]) == 0
+    assert "What a figure costs" not in capsys.readouterr().out  # no energy, no price: no such table
+    document = json.loads(a.read_text())
+    for entry in document["results"]:  # a GPU run's figures, as a window and a price make them (constructed)
+        rate = entry["figures"]["items_per_second"]
+        entry["extra"] = {"energy": Energy("nvml", 2.0, 1.0, 2.0 * rate).to_json(),
+                          "cost": cost_of(rate, 3.6, None, 0).to_json()}  # fmt: skip
+    priced = tmp_path / "priced.json"
+    priced.write_text(json.dumps({**document, "device": {**document["device"], "key": "cuda-h100"}}))
+    page = tmp_path / "report.html"
+    assert main(["report", str(a), str(priced), "--reference", "cuda-h100", "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "items/s/W" in line)
+    assert "| cuda-h100 items/s/W | cuda-h100 items/$ |" in header and header.endswith("/ cuda-h100 items/$ |")
+    nap = next(line for line in out.splitlines() if line.startswith("| test_naps.py::test_nap ") and "|" in line[30:]
+               and line.count("|") == header.count("|"))  # fmt: skip
+    cells = [cell.strip() for cell in nap.split("|")[1:-1]]
+    assert cells[1:3] == ["-", "-"] and cells[3] != "-" and cells[5] == "-"  # the CPU file has neither
+    assert "What a figure costs" in page.read_text()
 
 
 LOADER_WORKLOAD = """

@@ -19,7 +19,8 @@ from pytest_accel.judgement.gate import GateResult
 from pytest_accel.judgement.verdict import VerdictRecord
 from pytest_accel.plugin.fixture import OperatorPlan, Throughput
 
-FAST = MeasureConfig(measure_seconds=0.02, min_rounds=3, warmup_max_seconds=0.05, round_seconds=0.002)
+# No energy window (tests/test_energy.py reads one): what is checked here is the rounds.
+FAST = MeasureConfig(measure_seconds=0.02, min_rounds=3, warmup_max_seconds=0.05, round_seconds=0.002, energy_seconds=0)
 
 
 class FakeBenchmark:

@@ -30,7 +30,7 @@ def test_a_child_gets_every_setting_that_decides_a_figure_or_a_verdict() -> None
     assert child == {
         "accel_measure_seconds", "accel_warmup_max_seconds", "accel_min_rounds", "accel_tolerance",
         "accel_memory_tolerance", "accel_noisy_spread_floor", "accel_probe_drift_limit", "accel_state_noise_floor",
-        "accel_state_probes",
+        "accel_state_probes", "accel_energy_seconds", "accel_energy_tolerance",
         "accel_foreign_cpu_margin", "accel_confirmations",
         "accel_host_allocator", "accel_history",
     }  # fmt: skip

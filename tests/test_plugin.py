@@ -196,7 +196,7 @@ def test_pipelined_consumer_of_a_real_dataloader_is_measured(perf_pytester: pyte
     result = perf_pytester.runpytest("--device", "cpu", "--accel-json", "out.json", *FAST_OPTIONS)
     result.assert_outcomes(passed=1)
     (entry,) = json.loads((perf_pytester.path / "out.json").read_text())["results"]
-    assert entry["extra"] == {"workers": 1}
+    assert {k: v for k, v in entry["extra"].items() if k != "energy"} == {"workers": 1}  # and its energy, or why not
 
 
 @pytest.mark.slow

@@ -176,6 +176,7 @@ def _arguments(args: Sequence[str], result: Path, empty_baselines: Path, budget:
     # scratch folder, would move a config-less tree's rootdir (and its test ids) to a common parent.
     return [
         "-o", f"accel_min_rounds={budget[0]}", "-o", "accel_state_probes=false",
+        "-o", "accel_energy_seconds=0",
         *(["-o", f"accel_measure_seconds={budget[1]}"] if budget[1] is not None else []), *args,
         f"--accel-json={result}", f"--accel-baselines={empty_baselines}", "--accel-structure=off",
         "-p", "no:cacheprovider", "-rfE",

@@ -9,7 +9,6 @@ whether the range got slower; both 130 (interrupted).
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import math
 import os
@@ -48,7 +47,7 @@ from pytest_accel.outputs.history_store import (
     result_paths,
 )
 from pytest_accel.outputs.pages import (
-    column_labels,
+    cost_rows,
     cross_device_rows,
     html_page,
     html_table,
@@ -57,6 +56,7 @@ from pytest_accel.outputs.pages import (
     pivot,
     pivot_plots,
     pivot_rows,
+    test_sections,
 )
 from pytest_accel.outputs.plots import plot_png
 from pytest_accel.storage.files import StoreError
@@ -99,6 +99,8 @@ def cmd_report(options: argparse.Namespace) -> int:
             print(f"pytest-accel report: --pivot {label}: {error}", file=sys.stderr)
             return 2
     text = markdown_table(header, rows)
+    if (costs := cost_rows(files, options.reference)) is not None:
+        text += "\n### What a figure costs\n\n" + markdown_table(*costs)
     for table in pivots:
         text += f"\n### By {table.label}\n\n" + markdown_table(*pivot_rows(table))
     why = operator_sections(files)
@@ -108,17 +110,11 @@ def cmd_report(options: argparse.Namespace) -> int:
     print(text)
     if options.html is not None:
         sections: list[tuple[str, str, Sequence[str]]] = [("Throughput by device", html_table(header, rows), [])]
+        if costs is not None:
+            sections.append(("What a figure costs", html_table(*costs), []))
         for table in pivots:
             sections.append((f"By {table.label}", html_table(*pivot_rows(table)), pivot_plots(table)))
-        for key in sorted({key for f in files for key in f.measurements}):
-            values = [f.measurements[key].items_per_second if key in f.measurements else float("nan") for f in files]
-            unit = next(f.measurements[key].unit for f in files if key in f.measurements)
-            png = plot_png(key[0], {"items/s": values}, column_labels(files), f"{unit}/s", bars=True)
-            # A regressed test's operator diff sits under its own heading, above its plot.
-            diffs = "".join(
-                f"<h3>{html.escape(h)}</h3><pre>{html.escape(lines)}</pre>" for k, h, lines in why if k == key
-            )
-            sections.append((display_name(*key), diffs, [png]))
+        sections += test_sections(files, why)
         written = [options.markdown] if options.markdown else []
         _write(options.html, html_page("pytest-accel report", sections), [*options.results, *written])
     return 0

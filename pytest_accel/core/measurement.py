@@ -61,6 +61,10 @@ THROTTLE_FRACTION = 0.75
 THROTTLED_ROUNDS_LIMIT = 0.25
 
 
+# What pytest-accel adds to a result's ``extra`` beside a test's own labels (engine/energy.py, plugin/finish.py).
+RESERVED_EXTRA = frozenset({"energy", "roofline", "cost"})
+
+
 def display_name(test: str, metric: str) -> str:
     """How a measurement is named in tables and messages: the test id, with ``[metric]`` when it has several."""
     return test if metric == DEFAULT_METRIC else f"{test} [{metric}]"

@@ -60,6 +60,7 @@ class Rule(enum.Enum):
     NEIGHBOUR = "neighbour"  # another process on the host could explain it
     INTERVAL = "interval"  # the ratio's interval against the tolerance
     MEMORY = "memory"  # peak memory against its tolerance
+    ENERGY = "energy"  # energy per item against its tolerance, in every window read (judgement/energy.py)
     COUNT = "count"  # the work counted under callgrind against its recordings (a verdict of its own)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 __all__ = [
     "format_bytes",
     "format_change",
+    "format_joules",
     "format_percent_change",
     "format_rate",
     "format_seconds",
@@ -37,6 +38,16 @@ def format_rate(value: float) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.3g}{suffix}"
     return f"{value:.3g}"
+
+
+def format_joules(value: float) -> str:
+    """An energy with a fitting unit: ``2.4 mJ``, ``310 J``, ``1.2 kJ``."""
+    if not math.isfinite(value):
+        return "-"
+    for unit, scale in (("kJ", 1e3), ("J", 1.0), ("mJ", 1e-3), ("uJ", 1e-6)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} nJ"
 
 
 def format_seconds(value: float) -> str:

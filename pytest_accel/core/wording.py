@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from pytest_accel.core.outcomes import Cause, Sight
+from pytest_accel.core.units import format_joules
 from pytest_accel.core.units import format_percent_change as percent
 
 # What would let a figure be judged, by the cause that left it unjudged.
@@ -269,6 +270,13 @@ def limited_by(cause: Sight, spread: float, within: float, runs: int, nights: in
 # --- memory ----------------------------------------------------------------------------------------
 
 
+def energy(then: float, now: float, windows: int, tolerance: float | None) -> str:
+    """Energy per item before and after (the median of ``windows``); ``tolerance`` when it grew beyond it in each."""
+    said = f"energy per item {format_joules(then)} -> {format_joules(now)} ({(now / then - 1) * 100:+.1f}%"
+    said += f", {windows} window{'s' * (windows != 1)})"
+    return f"{said}, within tolerance" if tolerance is None else f"{said}, beyond the {tolerance:.0%} tolerance in each"
+
+
 def memory(then: int, now: int, tolerance: float | None) -> str:
     """Peak memory before and after; ``tolerance`` when it grew beyond it, None when within."""
     said = f"peak memory {then / 2**20:.1f} MiB -> {now / 2**20:.1f} MiB"
@@ -325,6 +333,11 @@ def not_counted(why: str) -> str:
 
 
 # --- a slowdown the recorded build beside it shared ------------------------------------------------
+
+
+def bound_moved(was: str, now: str) -> str:
+    """A failure's line where the figure left its baseline's bound class under the session's roofline."""
+    return f"bound: {was} -> {now} (under the roofline of this session's measured peaks)"
 
 
 def environment_moved(name: str, change: str) -> str:

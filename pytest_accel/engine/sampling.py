@@ -107,18 +107,19 @@ class MeasureConfig:
     # of a short kernel's measuring time. An A/B sitting has no use for them (both sides of a pair
     # share the machine's state) and turns them off.
     state_probes: bool = True
+    # The energy window after the timed rounds (engine/energy.py): the workload's calls back to back this long,
+    # read by the device's energy counter; 0: energy is not read. 1 s spans many updates of a counter that
+    # updates every few milliseconds (RAPL's ~1 ms); on NVML and HLML it was not measured yet.
+    energy_seconds: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("warmup_window", "warmup_max_calls", "min_rounds", "max_rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in (
-            "settle_tolerance",
-            "warmup_max_seconds",
-            "round_seconds",
-            "measure_seconds",
-            "probe_round_fraction",
-        ):
+        if not (math.isfinite(self.energy_seconds) and self.energy_seconds >= 0):
+            raise ValueError(f"energy_seconds must be a number >= 0, got {self.energy_seconds}")
+        for name in ("settle_tolerance", "warmup_max_seconds", "round_seconds", "measure_seconds",
+                     "probe_round_fraction"):  # fmt: skip
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value}")

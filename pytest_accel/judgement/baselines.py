@@ -120,6 +120,10 @@ def _calibration(value: object, path: str) -> tuple[Mapping[str, float], ...]:
     return runs
 
 
+def _energy(value: object, path: str) -> float | None:
+    return None if value is None else _positive(value, path)
+
+
 def _cards(value: object, path: str) -> tuple[str, ...]:
     if not isinstance(value, (list, tuple)) or not all(isinstance(card, str) and _encodable(card) for card in value):
         raise _Invalid(path, f"expected a list of card names, got {_show(value)}")
@@ -177,6 +181,8 @@ class BaselineEntry:
     # The card each of the last recordings was taken on (an xdist worker's, ``Measurement.extra["card"]``;
     # "" where not known), oldest first, kept with run_medians: a card's figures are judged on its own (``on_card``).
     run_cards: tuple[str, ...] = field(default=(), hash=False)
+    # Joules per item of the latest recording's energy window (engine/energy.py); None: none was read.
+    energy_per_item: float | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         try:
@@ -280,6 +286,7 @@ class BaselineEntry:
             **({"calibration": [dict(sorted(run.items())) for run in self.calibration]} if self.calibration else {}),
             **({"run_times": list(self.run_times)} if self.run_times else {}),
             **({"run_cards": list(self.run_cards)} if any(self.run_cards) else {}),
+            **({} if self.energy_per_item is None else {"energy_per_item": self.energy_per_item}),
         }
 
     @classmethod
@@ -311,6 +318,7 @@ class BaselineEntry:
                 calibration=_calibration(data.get("calibration", []), f"{base}['calibration']"),
                 run_times=_times(data.get("run_times", []), f"{base}['run_times']"),
                 run_cards=_cards(data.get("run_cards", []), f"{base}['run_cards']"),
+                energy_per_item=_energy(data.get("energy_per_item"), f"{base}['energy_per_item']"),
                 peak_memory_bytes=_byte_count(data.get("peak_memory_bytes"), f"{base}['peak_memory_bytes']"),
                 tolerance=_tolerance(data.get("tolerance"), f"{base}['tolerance']"),
                 memory_tolerance=_tolerance(data.get("memory_tolerance"), f"{base}['memory_tolerance']"),

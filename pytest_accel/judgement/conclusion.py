@@ -36,12 +36,15 @@ class GateResult:
     fresh: FreshVerdict | None = None  # the fresh process's word on a suspect, when one was asked
     recorded: RecordedWord | None = None  # the recorded build's sitting beside this one, when one was asked
     judged_beside: bool = False  # the stored figure left it unjudged, and that sitting judged it
+    energy: Verdict | None = None  # energy per item against its recording (judgement/energy.py), where both are read
 
     @property
     def record(self) -> VerdictRecord:
         """The typed verdict reports carry."""
         beside = None if self.recorded is None else self.recorded.kept()
-        return VerdictRecord(self.time, self.memory, len(self.measurements) - 1, beside_recorded=beside)
+        return VerdictRecord(
+            self.time, self.memory, len(self.measurements) - 1, beside_recorded=beside, energy=self.energy
+        )
 
     @property
     def outcome(self) -> Outcome:
@@ -93,6 +96,8 @@ def failure_lines(
         headline = f"perf {why}: {name}"
         if memory is not None and memory.ratio is not None:
             headline += f": peak memory {format_percent_change(memory.ratio)}"
+        elif (energy := gate.energy) is not None and energy.outcome is Outcome.REGRESSED and energy.ratio is not None:
+            headline += f": energy per item {format_percent_change(energy.ratio)}"
         lines = [headline]
         if time.outcome is not Outcome.UNCHANGED and time.abstention is not None and not verbose:
             short = time.abstention
@@ -102,6 +107,8 @@ def failure_lines(
     shown = memory if memory is not None or not verbose else gate.memory
     if shown is not None:
         lines.append(f"  memory: {shown.reason}")
+    if gate.energy is not None and (gate.energy.outcome is Outcome.REGRESSED or verbose):
+        lines.append(f"  energy: {gate.energy.reason}")
     if entry is not None:
         recorded = entry.provenance
         runs = len(entry.run_medians) or 1

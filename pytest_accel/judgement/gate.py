@@ -29,6 +29,7 @@ from pytest_accel.judgement.comparable import COMPARABLE, judged_raw_too, not_co
 from pytest_accel.judgement.conclusion import GateResult, failure_lines
 from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
 from pytest_accel.judgement.drift import NightDrift
+from pytest_accel.judgement.energy import with_energy
 from pytest_accel.judgement.recorded_build import RecordedWord, with_recorded_word, worth_a_sitting
 from pytest_accel.judgement.rules.case import StateShift
 from pytest_accel.judgement.rules.state import state_shift
@@ -472,6 +473,7 @@ class Gate:
                 gate = replace(gate, time=with_fresh_confirmation(gate.time, fresh, tolerance), fresh=fresh)
         if entry is not None and mode.recorded is not None and worth_a_sitting(gate.time, tolerance):
             gate = self._beside_recorded(test, measurement.name, gate, entry, mode.recorded, tolerance)
+        gate = with_energy(gate, entry, policy.energy_tolerance, remeasure, 0 if mode.update else confirmations)
         why = self._fails(gate.outcome, gate.time)
         return replace(gate, failure=None if why is None else self._message(test, gate, entry, why), baseline=entry)
 

@@ -23,6 +23,9 @@ class VerdictPolicy:
     # Peak memory must grow by this fraction and by MEMORY_SLACK_BYTES to fail.
     memory_tolerance: float = 0.10
     memory_slack_bytes: int = 8 * 2**20  # allocator rounding and RSS page noise on the CPU
+    # Energy per item must grow by this fraction, in every window read, to fail (judgement/energy.py): as peak
+    # memory's; a device counter's resolution over a window was not measured yet (no device with one ran it).
+    energy_tolerance: float = 0.10
     # Of the ratio's interval: the tolerance and the re-measurements guard against the spurious
     # "significant" results it lets through, and a 0.99 level would need 1.73x the rounds for the same
     # power ((2.58 / 1.96)²).

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
+from pytest_accel.core.energy import of_result
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.judgement.baselines import (
     BaselineEntry,
@@ -49,6 +50,7 @@ def recorded_entries(
                 run_states=state_history(earlier, m, provenance_now, reset),
                 run_times=time_history(earlier, m, provenance_now, reset, now),
                 run_cards=card_history(earlier, m, provenance_now, reset),
+                energy_per_item=None if (energy := of_result(m.extra)) is None else energy.joules_per_item,
                 peak_memory_bytes=m.peak_memory_bytes,
                 tolerance=None if earlier is None else earlier.tolerance,
                 memory_tolerance=None if earlier is None else earlier.memory_tolerance,

@@ -85,6 +85,7 @@ class VerdictRecord:
     structure: StructureVerdict | None = None
     beside_recorded: BesideRecorded | None = None  # the recorded build's sitting, when a suspect asked for one
     count: CountVerdict | None = None  # the work counted under callgrind (--accel-count), when it was asked for
+    energy: Verdict | None = None  # energy per item (judgement/energy.py), where it and its recording were read
 
     @property
     def _beside_read_the_same(self) -> bool:
@@ -119,6 +120,8 @@ class VerdictRecord:
             return Outcome.REGRESSED
         if self.memory is not None and self.memory.outcome is Outcome.REGRESSED:
             return Outcome.REGRESSED
+        if self.energy is not None and self.energy.outcome is Outcome.REGRESSED:
+            return Outcome.REGRESSED
         if self.structure is not None and self.structure.fails:
             return Outcome.REGRESSED
         if self.count is not None and self.count.fails:
@@ -136,6 +139,7 @@ class VerdictRecord:
             "structure": None if self.structure is None else self.structure.to_dict(),
             "beside_recorded": None if self.beside_recorded is None else self.beside_recorded.to_dict(),
             **({} if self.count is None else {"count": self.count.to_dict()}),
+            **({} if self.energy is None else {"energy": self.energy.to_dict()}),
         }
 
     @classmethod
@@ -151,6 +155,7 @@ class VerdictRecord:
         if not isinstance(operators, list) or not all(isinstance(line, str) for line in operators):
             raise ValueError(f"verdict: 'operators' must be a list of strings, got {type(operators).__name__}")
         structure, beside, count = data.get("structure"), data.get("beside_recorded"), data.get("count")
+        energy = data.get("energy")
         return cls(
             Verdict.from_dict(data.get("time"), "time"),
             None if memory is None else Verdict.from_dict(memory, "memory"),
@@ -159,6 +164,7 @@ class VerdictRecord:
             None if structure is None else StructureVerdict.from_dict(structure),
             None if beside is None else BesideRecorded.from_dict(beside),
             None if count is None else CountVerdict.from_dict(count),
+            None if energy is None else Verdict.from_dict(energy, "energy"),
         )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_accel.core.energy import of_result
 from pytest_accel.core.measurement import Measurement, display_name, mode_note
 from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.units import format_rate, percent_of_peak
@@ -18,6 +19,7 @@ from pytest_accel.outputs.terminal import verdict_cell
 __all__ = [
     "Pivot",
     "column_labels",
+    "cost_rows",
     "cross_device_rows",
     "html_page",
     "html_table",
@@ -27,6 +29,7 @@ __all__ = [
     "pivot_plots",
     "pivot_rows",
     "run_summary_markdown",
+    "test_sections",
 ]
 
 Key = tuple[str, str]
@@ -53,6 +56,38 @@ def cross_device_rows(files: Sequence[ResultFile], reference: str | None) -> tup
             mine, theirs = rates.get(device), rates.get(reference or "")
             ok = mine is not None and theirs is not None and not (mine.disabled or theirs.disabled)
             row.append(f"{mine.items_per_second / theirs.items_per_second:.2f}x" if ok else "-")  # type: ignore[union-attr]
+        rows.append(row)
+    return header, rows
+
+
+def cost_rows(files: Sequence[ResultFile], reference: str | None) -> tuple[list[str], list[list[str]]] | None:
+    """What each figure costs on each device: items/s per watt and items per dollar (a column pair per device),
+    then each device's items per dollar over ``reference``'s: the studies' price-performance. None where no
+    figure of any file has an energy figure or a price."""
+    devices = column_labels(files)
+    keys = sorted({key for f in files for key in f.measurements})
+
+    def figures(m: Measurement | None) -> tuple[float | None, float | None]:
+        if m is None or m.disabled:
+            return None, None
+        energy = of_result(m.extra)
+        cost = m.extra.get("cost")
+        per_dollar = cost.get("items_per_dollar") if isinstance(cost, Mapping) else None
+        return None if energy is None else energy.items_per_second_per_watt, per_dollar
+
+    table = {key: [figures(f.measurements.get(key)) for f in files] for key in keys}
+    if not any(value is not None for cells in table.values() for pair in cells for value in pair):
+        return None
+    others = [d for d in devices if d != reference] if reference in devices else []
+    header = ["test", *(f"{d} {what}" for d in devices for what in ("items/s/W", "items/$"))]
+    header += [f"{d} / {reference} items/$" for d in others]
+    rows = []
+    for key, cells in table.items():
+        row = [display_name(*key), *("-" if v is None else format_rate(v) for pair in cells for v in pair)]
+        by_device = dict(zip(devices, cells, strict=True))
+        for device in others:
+            mine, theirs = by_device[device][1], by_device[reference or ""][1]
+            row.append(f"{mine / theirs:.2f}x" if mine is not None and theirs else "-")
         rows.append(row)
     return header, rows
 
@@ -194,6 +229,21 @@ def operator_sections(files: Sequence[ResultFile]) -> list[tuple[tuple[str, str]
             if verdict is not None and verdict.outcome is Outcome.REGRESSED and verdict.operators:
                 heading = f"Why {display_name(*key)} regressed ({file.path.name}, {file.device_key})"
                 sections.append((key, heading, "\n".join(verdict.operators)))
+    return sections
+
+
+def test_sections(
+    files: Sequence[ResultFile], why: Sequence[tuple[Key, str, str]]
+) -> list[tuple[str, str, Sequence[str]]]:
+    """A report page's section per test: its items/s on each device as bars, under its operator diff where a
+    regressed test has one (``operator_sections``)."""
+    sections: list[tuple[str, str, Sequence[str]]] = []
+    for key in sorted({key for f in files for key in f.measurements}):
+        values = [f.measurements[key].items_per_second if key in f.measurements else float("nan") for f in files]
+        unit = next(f.measurements[key].unit for f in files if key in f.measurements)
+        png = plot_png(key[0], {"items/s": values}, column_labels(files), f"{unit}/s", bars=True)
+        diffs = "".join(f"<h3>{html.escape(h)}</h3><pre>{html.escape(lines)}</pre>" for k, h, lines in why if k == key)
+        sections.append((display_name(*key), diffs, [png]))
     return sections
 
 

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from pytest_accel.core.energy import Energy
 from pytest_accel.core.measurement import display_name, mode_note, short_names
 from pytest_accel.core.outcomes import Abstention, Cause, Outcome
 from pytest_accel.core.stats import median
-from pytest_accel.core.units import format_bytes, format_percent_change, format_rate, format_seconds, percent_of_peak
+from pytest_accel.core.units import (
+    format_bytes,
+    format_joules,
+    format_percent_change,
+    format_rate,
+    format_seconds,
+    percent_of_peak,
+)
 from pytest_accel.judgement.drift import MIN_NIGHTS, UNSETTLED, NightDrift
 from pytest_accel.judgement.gate import Waited
 from pytest_accel.judgement.recorded_build import RecordedWord
@@ -20,17 +29,48 @@ __all__ = [
     "verdict_summary", "waiting_line",
 ]  # fmt: skip
 
-_HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "% peak", "peak mem", "verdict")
+_HEADERS = ("test", "device", "throughput", "spread", "latency", "TFLOP/s", "% peak", "peak mem")
+# Columns a table has where one of its figures has them (plugin/finish.py and engine/energy.py put them in
+# ``extra``): its energy (a counter was read), its price (a price per hour was set), its roofline (FLOPs and bytes).
+_COLUMNS = {"energy": ("J/item", "W", "items/s/W"), "cost": ("items/$",), "roofline": ("% roof", "bound")}
 
 
-def _row(record: Recorded) -> tuple[str, ...]:
+def _energy(extra: Mapping[str, Any]) -> Energy | None:
+    data = extra.get("energy")
+    return Energy.from_json(data) if isinstance(data, Mapping) else None
+
+
+def _has(column: str, extra: Mapping[str, Any]) -> bool:
+    if column == "energy":
+        return (energy := _energy(extra)) is not None and energy.measured
+    data = extra.get(column)
+    return isinstance(data, Mapping) and ("items_per_dollar" in data or "bound" in data)
+
+
+def _cells(column: str, extra: Mapping[str, Any]) -> tuple[str, ...]:
+    """The cells of one optional column group; dashes where this figure has none."""
+    if not _has(column, extra):
+        return ("-",) * len(_COLUMNS[column])
+    if column == "energy":
+        energy = _energy(extra)
+        assert energy is not None and energy.joules_per_item is not None and energy.watts is not None
+        return format_joules(energy.joules_per_item), f"{energy.watts:.3g}", format_rate(1 / energy.joules_per_item)
+    data = extra[column]
+    if column == "cost":
+        return (format_rate(float(data["items_per_dollar"])),)
+    return f"{float(data['percent_of_roof']):.0f}%", str(data["bound"])
+
+
+def _row(record: Recorded, columns: Sequence[str]) -> tuple[str, ...]:
     m = record.measurement
     test = display_name(record.test, m.name)
+    extra = tuple(cell for column in columns for cell in _cells(column, m.extra))
     if m.disabled:
         structure = record.verdict.structure if record.verdict is not None else None
         if structure is not None:  # --accel-structure-only: what ran was judged, not time
-            return (test, m.device_key, "untimed", "-", "-", "-", "-", "-", f"structure {structure.outcome.value}")
-        return (test, m.device_key, "disabled", "-", "-", "-", "-", "-", "-")
+            untimed = ("untimed", "-", "-", "-", "-", "-", *extra, f"structure {structure.outcome.value}")
+            return (test, m.device_key, *untimed)
+        return (test, m.device_key, "disabled", "-", "-", "-", "-", "-", *extra, "-")
     tflops = m.tflops
     return (
         test,
@@ -41,8 +81,22 @@ def _row(record: Recorded) -> tuple[str, ...]:
         "-" if tflops is None else f"{tflops:.3g}",
         percent_of_peak(m.extra),
         format_bytes(m.peak_memory_bytes),
+        *extra,
         verdict_cell(record.verdict),
     )
+
+
+def _unmeasured_lines(records: Sequence[Recorded]) -> list[str]:
+    """Why figures have no energy (or no price), each reason once with how many figures it kept from one."""
+    said: Counter[str] = Counter()
+    for record in records:
+        energy = _energy(record.measurement.extra)
+        if energy is not None and energy.not_measured is not None:
+            said[f"energy not measured: {energy.not_measured}"] += 1
+        cost = record.measurement.extra.get("cost")
+        if isinstance(cost, Mapping) and isinstance(why := cost.get("not_priced"), str):
+            said[f"not priced: {why}"] += 1
+    return [f"accel: {reason} ({n} figure{'s' * (n != 1)})" for reason, n in said.items()]
 
 
 def verdict_cell(verdict: VerdictRecord | None) -> str:
@@ -56,6 +110,8 @@ def verdict_cell(verdict: VerdictRecord | None) -> str:
         cell += f" {format_percent_change(verdict.time.ratio)}"
     if verdict.memory is not None and verdict.memory.outcome is Outcome.REGRESSED:
         cell += " (memory)"
+    elif verdict.energy is not None and verdict.energy.outcome is Outcome.REGRESSED:
+        cell += " (energy)"
     elif verdict.outcome in (Outcome.UNCHANGED, Outcome.NOISY) and verdict.time.detectable is not None:
         cell += f" (sees {verdict.time.detectable * 100:.0f}%)"  # the smallest slowdown it could have called
     return cell
@@ -325,8 +381,10 @@ def sittings_line(sittings: Sequence[RecordedWord], budget_minutes: float) -> li
 
 def measurement_table(records: Sequence[Recorded]) -> list[str]:
     """The end-of-run table: one row per measurement; spread is IQR / median."""
-    rows = [_HEADERS, *(_row(r) for r in records)]
-    return list(_aligned(rows))
+    columns = [column for column in _COLUMNS if any(_has(column, r.measurement.extra) for r in records)]
+    header = (*_HEADERS, *(name for column in columns for name in _COLUMNS[column]), "verdict")
+    rows = [header, *(_row(r, columns) for r in records)]
+    return [*_aligned(rows), *_unmeasured_lines(records)]
 
 
 def device_lines(kind: str, key: str, profile: str, provenance: Mapping[str, str]) -> list[str]:

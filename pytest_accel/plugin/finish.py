@@ -12,11 +12,15 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import final
+from typing import Any, final
 
+from pytest_accel.core.cost import cost_of, price_for
+from pytest_accel.core.energy import Energy
 from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE, Environment
 from pytest_accel.core.measurement import Measurement, display_name, throttle_problem
 from pytest_accel.core.outcomes import Outcome
+from pytest_accel.core.roofline import bound_then, roofline
+from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_percent_change
 from pytest_accel.engine.cards import worker_card
 from pytest_accel.engine.devices.base import Device
@@ -52,12 +56,14 @@ def _peak_file() -> Path | None:
 
 @final
 class RunFigures:
-    """The figures a measurement gains from the run: %-of-peak (measured once per session) and scaling."""
+    """The figures a measurement gains from the run: %-of-peak and the roofline (against peaks measured once per
+    session), scaling, and what it costs at the run's prices (core/cost.py)."""
 
-    def __init__(self, device: Callable[[], Device], store: BaselineStore, profile: str, world_size: int) -> None:
+    def __init__(self, device: Callable[[], Device], store: BaselineStore, options: AccelOptions, world_size: int):
         self._device = device
         self._store = store
-        self._profile = profile
+        self._profile = options.profile
+        self._prices, self._price_per_kwh = options.prices, options.price_per_kwh
         self._world_size = world_size
         self._peak: MeasuredPeak | None = None
 
@@ -68,17 +74,45 @@ class RunFigures:
             result = replace(result, extra={**result.extra, "card": card})
         if result.disabled:
             return result
-        figures: dict[str, float] = {}
+        figures: dict[str, Any] = {}
         if result.tflops is not None or result.bytes_per_second is not None:
             if self._peak is None:
                 # once per session (a short matmul and copy); an ab sitting shares one per side
                 self._peak = shared_peak(self._device(), _peak_file())
             sheet = datasheet_peak(self._device().key())
             figures.update(peak_figures(result.tflops, result.bytes_per_second, self._peak, sheet))
+            figures.update(self._roofline(test, result, self._peak))
+        if self._prices:
+            figures["cost"] = self._cost(result)
         efficiency = self._scaling_efficiency(test, result)
         if efficiency is not None:
             figures["scaling_efficiency"] = efficiency
         return replace(result, extra={**result.extra, **figures})
+
+    def _roofline(self, test: str, result: Measurement, peak: MeasuredPeak) -> dict[str, Any]:
+        """The figure under the roof of this session's peaks, and the bound its baseline's time had there ("was")
+        where that differs: a regression that moved it from one bound class to another says so."""
+        roof = roofline(result.flops_per_call, result.bytes_per_call, result.seconds_per_call, peak.tflops,
+                        peak.bytes_per_second)  # fmt: skip
+        if roof is None:
+            return {}
+        try:
+            entry = self._store.load(self._device().key(), self._profile, self._world_size).get((test, result.name))
+        except StoreError:
+            entry = None  # the gate said why; the roofline stands without the baseline's bound
+        flops, moved = result.flops_per_call or 0.0, result.bytes_per_call or 0.0
+        was = None if entry is None else bound_then(roof, flops, moved, median(entry.samples), peak.tflops,
+                                                     peak.bytes_per_second)  # fmt: skip
+        return {"roofline": {**roof.to_json(), **({} if was is None else {"was": was})}}
+
+    def _cost(self, measurement: Measurement) -> dict[str, Any]:
+        """What ``measurement`` costs at the run's price of its device class; why not, where none prices it."""
+        price = price_for(self._prices, measurement.device_key)
+        if price is None:
+            return {"not_priced": f"no class of accel_price_per_hour prices {measurement.device_key}"}
+        energy = measurement.extra.get("energy")
+        read = Energy.from_json(energy) if isinstance(energy, Mapping) else None
+        return cost_of(measurement.items_per_second, price, read, self._price_per_kwh).to_json()
 
     def _scaling_efficiency(self, test: str, measurement: Measurement) -> float | None:
         """N-device items/s over N x the one-device baseline's (torchrun runs with a world-size-1 baseline)."""

@@ -22,12 +22,12 @@ from typing import Any, final
 import pytest
 
 from pytest_accel.core.advice import AccelAdvice
-from pytest_accel.core.measurement import EAGER, GRAPH, TIMINGS, UNPROBED, Measurement
+from pytest_accel.core.measurement import EAGER, GRAPH, RESERVED_EXTRA, TIMINGS, UNPROBED, Measurement
 from pytest_accel.core.operator_table import absent_line, explain, in_one_line
 from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.structure import Structure
 from pytest_accel.core.units import format_bytes, format_percent_change, format_seconds, joined_to_fit
-from pytest_accel.core.wording import environment_moved
+from pytest_accel.core.wording import bound_moved, environment_moved
 from pytest_accel.engine.devices.base import (
     CacheFlush,
     ClockWatch,
@@ -36,6 +36,7 @@ from pytest_accel.engine.devices.base import (
     OutOfMemoryReport,
     RegionTimer,
 )
+from pytest_accel.engine.energy import device_energy
 from pytest_accel.engine.machine import FRESH_FAULT_PROBE, HostShare, state_probe_bytes, state_probes
 from pytest_accel.engine.profiling import TraceError, profile_operators
 from pytest_accel.engine.sampling import (
@@ -176,6 +177,8 @@ def _argument_problem(
             continue
         if isinstance(number, bool) or not isinstance(number, numbers.Real) or not math.isfinite(number) or number <= 0:
             return f"{label} must be a finite number greater than 0, got {number!r}"
+    if taken := sorted(set(extra) & RESERVED_EXTRA):
+        return f"{taken[0]}= is a figure pytest-accel adds to each result; give the label another name"
     try:
         json.dumps(extra, allow_nan=False)
     except (TypeError, ValueError) as error:
@@ -293,7 +296,9 @@ class Throughput:
         self._feed_benchmark(result)
         result = self._keep(result, record)
         if failure is not None:
-            pytest.fail(failure, pytrace=False)
+            roof = result.extra.get("roofline") or {}  # plugin/finish.py: the baseline's bound, where it differs
+            pytest.fail(_with_lines(failure, [bound_moved(roof["was"], roof["bound"])] if "was" in roof else []),
+                        pytrace=False)  # fmt: skip
         return result
 
     def _explain(self, fn: Callable[[], Any], judgement: GateResult) -> tuple[Measurement, VerdictRecord, str | None]:
@@ -504,7 +509,8 @@ class Throughput:
             pytest.fail(failure, pytrace=False)
         if not self._probes:  # the probes could not be made: the verdict says so, noisy (verdict.UNPROBED)
             result = replace(result, state={**result.state, UNPROBED: 1.0})
-        return replace(result, name=name, extra=extra)
+        energy = device_energy(fn, device, self._config.energy_seconds, result, items)
+        return replace(result, name=name, extra=extra if energy is None else {**extra, "energy": energy.to_json()})
 
     def _timing_mode(self, timing: str, cold: bool) -> TimingMode:
         """The mode of one measurement: the device's graph replay and cache flush where asked, and its

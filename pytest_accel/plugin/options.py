@@ -16,6 +16,7 @@ from typing import Any, final
 
 import pytest
 
+from pytest_accel.core.cost import parse_prices
 from pytest_accel.core.validation import integer_text, parse_output_folder, parse_output_path
 from pytest_accel.engine.devices import DEVICE_CHOICES
 from pytest_accel.engine.devices.hostalloc import HOST_ALLOCATOR_MODES
@@ -64,7 +65,7 @@ MARKER_SETTINGS = (*_MARKER_MEASURE, *_MARKER_POLICY, _MARKER_STRUCTURE, _MARKER
 _MARKER_INTEGERS = ("min_rounds",)  # the others are numbers (seconds, fractions)
 # The verdict thresholds among the settings: they make the run's VerdictPolicy.
 _POLICY_FIELDS = (
-    "tolerance", "memory_tolerance", "noisy_spread_floor", "probe_drift_limit", "state_noise_floor",
+    "tolerance", "memory_tolerance", "energy_tolerance", "noisy_spread_floor", "probe_drift_limit", "state_noise_floor",
     "foreign_cpu_margin",
 )  # fmt: skip
 
@@ -246,6 +247,25 @@ class AccelOptions:
         "with --accel-count, simulate the caches too and judge last-level misses beside the instructions "
         "(true/false; several times slower)", child=False,
     ))  # fmt: skip
+    # the energy window after the timed rounds (engine/energy.py); 0: energy is not read
+    energy_seconds: float = field(metadata=ini_setting(
+        "accel_energy_seconds", _text(_MEASURE.energy_seconds), at_least_zero,
+        "seconds of the workload's calls back to back after the timed rounds, read by the device's energy counter "
+        "(NVML, HLML, RAPL): joules per item, watts (0: energy is not read)",
+    ))  # fmt: skip
+    # what a device-hour costs, per device class (core/cost.py)
+    prices: dict[str, float] = field(metadata=declared(
+        flag="--accel-price-per-hour", read=parse_prices, metavar="CLASS=PRICE,...",
+        flag_help="what a device-hour costs, per device class (cuda=4.10,cuda-h100=6.98,cpu=0.40): items per dollar "
+        "in the table and the JSON (default: ini accel_price_per_hour; none)",
+        ini="accel_price_per_hour", ini_help="what a device-hour costs, per device class: cuda=4.10, cpu=0.40",
+        default="",
+    ))  # fmt: skip
+    # what a kWh costs: the energy's own cost per million items
+    price_per_kwh: float = field(metadata=ini_setting(
+        "accel_price_per_kwh", "0", at_least_zero,
+        "what a kWh costs: with an energy figure, its cost per million items in the JSON (0: none)", child=False,
+    ))  # fmt: skip
     # timed rounds at least, whatever the budget
     min_rounds: int = field(metadata=ini_setting(
         "accel_min_rounds", _text(_MEASURE.min_rounds), integer(1),
@@ -258,6 +278,10 @@ class AccelOptions:
     memory_tolerance: float = field(metadata=ini_setting(
         "accel_memory_tolerance", _text(_POLICY.memory_tolerance), positive,
         "default peak-memory growth tolerance (fraction)",
+    ))  # fmt: skip
+    energy_tolerance: float = field(metadata=ini_setting(
+        "accel_energy_tolerance", _text(_POLICY.energy_tolerance), positive,
+        "default energy-per-item growth tolerance (fraction), in every energy window read",
     ))  # fmt: skip
     noisy_spread_floor: float = field(metadata=ini_setting(
         "accel_noisy_spread_floor", _text(_POLICY.noisy_spread_floor), positive,
@@ -413,7 +437,7 @@ class AccelOptions:
         unknown = set(marker) - set(MARKER_SETTINGS)
         if unknown:
             raise ValueError(
-                f"unknown perf marker declared(s) {', '.join(sorted(unknown))}; known: {', '.join(MARKER_SETTINGS)}"
+                f"unknown perf marker setting(s) {', '.join(sorted(unknown))}; known: {', '.join(MARKER_SETTINGS)}"
             )
         structure = marker.get(_MARKER_STRUCTURE, "fail")
         if structure not in STRUCTURE_POLICIES:
@@ -432,6 +456,7 @@ class AccelOptions:
             "warmup_max_seconds": self.warmup_max_seconds,
             "min_rounds": self.min_rounds,
             "state_probes": self.state_probes,
+            "energy_seconds": self.energy_seconds,
         }
         settings.update({k: v for k, v in marker.items() if k in _MARKER_MEASURE})
         try:

@@ -62,7 +62,7 @@ class AccelSession:
         self.problems: list[str] = []  # what went wrong beside the tests (the calibration load)
         self.unwritten: list[tuple[str, str]] = []  # (what, why) of the outputs sessionfinish could not write
         self.collected: set[str] = set()  # every test collected, selected or not
-        self.figures = RunFigures(parts.device, parts.store, options.profile, parts.world_size)
+        self.figures = RunFigures(parts.device, parts.store, options, parts.world_size)
         self.load: StandardLoad | None = None  # --accel-calibrate's, while it runs
         self.workers = Workers.of_run(config, options)  # an xdist controller's; None: this process measures
         if options.device != "auto" and self.workers is None:
