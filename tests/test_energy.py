@@ -239,11 +239,19 @@ def test_matmul(throughput, accel_device):
     a = torch.randn(64, 64)
 
     def call():
-        COUNTER.write_text(str(int(COUNTER.read_text()) + 2000))
+        COUNTER.write_text(str(int(COUNTER.read_text()) + int(os.environ.get("DRAW_UJ", "2000"))))
         return a @ a
 
     throughput(call, items=64, unit="rows", flops=2 * 64**3, bytes_moved=3 * 64 * 64 * 4)
 """
+
+
+def _drawing(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A powercap tree the plugin reads and DRAWING_TEST's workload draws from."""
+    root = pytester.path / "powercap"
+    rapl_tree(root, [1_000_000])
+    monkeypatch.setenv("PYTEST_ACCEL_POWERCAP", str(root))
+    monkeypatch.setenv("DRAW_FROM", str(root))
 
 
 def test_a_host_without_powercap_says_so_once_and_prices_come_from_the_ini_alone(
@@ -267,10 +275,7 @@ def test_a_host_without_powercap_says_so_once_and_prices_come_from_the_ini_alone
 def test_a_counter_read_around_the_workload_gives_its_joules_per_item_and_its_roofline(
     perf_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = perf_pytester.path / "powercap"
-    rapl_tree(root, [1_000_000])
-    monkeypatch.setenv("PYTEST_ACCEL_POWERCAP", str(root))
-    monkeypatch.setenv("DRAW_FROM", str(root))
+    _drawing(perf_pytester, monkeypatch)
     perf_pytester.makepyfile(DRAWING_TEST)
     result = perf_pytester.runpytest_subprocess("--device", "cpu", *FAST_OPTIONS, "--accel-json", "out.json")
     assert result.ret == 0, result.stdout.str()
@@ -349,11 +354,8 @@ def _never() -> Measurement:
 def test_a_workload_that_draws_more_energy_per_item_fails_and_one_that_cannot_be_read_never_does(
     perf_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = perf_pytester.path / "powercap"
-    rapl_tree(root, [1_000_000])
-    monkeypatch.setenv("PYTEST_ACCEL_POWERCAP", str(root))
-    monkeypatch.setenv("DRAW_FROM", str(root))
-    perf_pytester.makepyfile(DRAWING_TEST.replace("+ 2000", "+ int(os.environ.get('DRAW_UJ', '2000'))"))
+    _drawing(perf_pytester, monkeypatch)
+    perf_pytester.makepyfile(DRAWING_TEST)
     run = ("--device", "cpu", *FAST_OPTIONS, "--accel-baselines", "bl", "-o", "accel_tolerance=10")  # time aside
     assert perf_pytester.runpytest_subprocess(*run, "--accel-update").ret == 0
     assert perf_pytester.runpytest_subprocess(*run).ret == 0  # the same energy per item
@@ -376,5 +378,5 @@ def test_a_call_that_slowed_out_of_its_bound_says_which_it_had() -> None:
     assert bound_then(now, 1e6, 1e6, 0.6e-6, **PEAKS) == "memory-bound"  # its baseline reached 83% of it
     assert bound_then(now, 1e6, 1e6, 9e-6, **PEAKS) is None  # launch-bound then too
     assert bound_moved("memory-bound", "launch-bound") == (
-        "bound: memory-bound -> launch-bound (under the roofline of this session's measured peaks)"
+        "bound: memory-bound -> launch-bound (under the roofline of this run's measured peaks)"
     )

@@ -34,7 +34,7 @@ class Roofline:
     roof_tflops: float  # min(peak compute, intensity x peak bandwidth)
     percent_of_roof: float  # the achieved TFLOP/s over the roof, in %
     bound: str  # one of BOUNDS
-    peaks: str  # whose peaks: "measured" (this session's matmul and copy) or "datasheet"
+    peaks: str  # whose peaks: "measured" (this run's matmul and copy)
 
     def to_json(self) -> dict[str, Any]:
         return {"intensity": self.intensity, "roof_tflops": self.roof_tflops,

@@ -337,7 +337,7 @@ def not_counted(why: str) -> str:
 
 def bound_moved(was: str, now: str) -> str:
     """A failure's line where the figure left its baseline's bound class under the session's roofline."""
-    return f"bound: {was} -> {now} (under the roofline of this session's measured peaks)"
+    return f"bound: {was} -> {now} (under the roofline of this run's measured peaks)"
 
 
 def environment_moved(name: str, change: str) -> str:

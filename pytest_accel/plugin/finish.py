@@ -90,7 +90,7 @@ class RunFigures:
         return replace(result, extra={**result.extra, **figures})
 
     def _roofline(self, test: str, result: Measurement, peak: MeasuredPeak) -> dict[str, Any]:
-        """The figure under the roof of this session's peaks, and the bound its baseline's time had there ("was")
+        """The figure under the roof of this run's peaks, and the bound its baseline's time had there ("was")
         where that differs: a regression that moved it from one bound class to another says so."""
         roof = roofline(result.flops_per_call, result.bytes_per_call, result.seconds_per_call, peak.tflops,
                         peak.bytes_per_second)  # fmt: skip
