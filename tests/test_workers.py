@@ -4,10 +4,14 @@ record the environment they saw before anything of theirs imported torch."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import re
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -209,6 +213,50 @@ def test_a_test_that_hangs_in_a_worker_ends_it_named_and_the_run_ends(perf_pytes
     result.stdout.fnmatch_lines(["*worker 'gw*' crashed while running 'test_hang.py::test_hang'*"])
     result.stderr.fnmatch_lines(["accel: xdist worker gw* (cpus *) still in test_hang.py::test_hang after 2 s*",
                                  "*Timeout*", "*test_hang.py*in test_hang*"])  # fmt: skip
+
+
+# Two tests of five minutes, each naming its worker's pid in a file.
+LONG_TEST = """
+import os, time
+
+def test_long():
+    open(f"pid-{os.getpid()}", "w").close()
+    time.sleep(300)
+
+def test_long_too():
+    test_long()
+"""
+
+
+def test_workers_end_soon_after_their_controller_is_killed(perf_pytester: pytest.Pytester) -> None:
+    """A killed controller tells its workers nothing; xdist's would go on with their test (holding their card)."""
+    perf_pytester.makepyfile(test_long=LONG_TEST)
+    command = [sys.executable, "-m", "pytest", "--device", "cpu", "-n", "2", "-p", "no:cacheprovider"]
+    controller = subprocess.Popen(command, cwd=perf_pytester.path, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while len(pids := [int(p.name[4:]) for p in perf_pytester.path.glob("pid-*")]) < 2:
+            assert time.monotonic() < deadline and controller.poll() is None, "the workers did not start their tests"
+            time.sleep(0.2)
+        controller.kill()
+        controller.wait()
+        deadline = time.monotonic() + 15
+        while any(_alive(pid) for pid in pids):
+            assert time.monotonic() < deadline, f"workers {pids} outlived their controller by 15 s"
+            time.sleep(0.2)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(controller.pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")  # a zombie nobody reaped yet is gone for this purpose
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
 
 
 # -- a figure judged on its own card's recordings ---------------------------------------------------------

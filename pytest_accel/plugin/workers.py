@@ -14,6 +14,7 @@ import faulthandler
 import json
 import os
 import threading
+import time
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any, final
 
@@ -48,6 +49,7 @@ __all__ = [
     "placed",
     "places",
     "unplaced",
+    "watch_controller",
     "worker_output",
     "xdist_problem",
 ]
@@ -166,6 +168,8 @@ class Workers:
         theirs = float(config.getini("faulthandler_timeout") or 0)
         if is_worker(config) and placed() and options.worker_timeout_seconds > 0 and not theirs:
             config.pluginmanager.register(HangWatch(options.worker_timeout_seconds), "accel-hang-watch")
+        if is_worker(config) and placed():
+            watch_controller(os.getppid())
         if not is_controller(config):
             return None
         workers = cls(config)
@@ -261,3 +265,23 @@ class HangWatch:
         line = (f"accel: xdist worker {worker} ({card}) still in {test} after {self.seconds:g} s "
                 "(accel_worker_timeout_seconds): ending it, its stacks follow\n")  # fmt: skip
         os.write(_own_stderr[0] if _own_stderr else 2, line.encode("utf-8", "replace"))
+
+
+# How often a placed worker looks whether its controller is still there.
+_CONTROLLER_POLL_SECONDS = 0.5
+
+
+def watch_controller(controller: int) -> None:
+    """In a placed worker: end this worker once its controller (its parent, execnet's popen) has ended. Killed,
+    the controller tells its workers nothing, and xdist's worker notices only when it next reports, after the test
+    it is in: minutes of a card held by a run that is over. Its own children go with it (their lifelines)."""
+
+    def watch() -> None:
+        while os.getppid() == controller:
+            time.sleep(_CONTROLLER_POLL_SECONDS)
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "a worker")
+        line = f"accel: xdist worker {worker}: its controller ended, so does it\n"
+        os.write(_own_stderr[0] if _own_stderr else 2, line.encode("utf-8", "replace"))
+        os._exit(1)
+
+    threading.Thread(target=watch, name="accel-controller-watch", daemon=True).start()
