@@ -164,6 +164,16 @@ def test_report_pivots_a_label_into_columns(
     assert len(devices) == 2 and devices[0].startswith("cpu-") and devices[1] == "hpu-gaudi2"
     assert all(row.count("samples/s") == 3 for row in rows)
     assert "test_unlabelled" not in "\n".join(table)
+    document = json.loads(gaudi.read_text())  # the studies' price-performance in each cell: a window, a price
+    for entry in document["results"]:
+        rate = entry["figures"]["items_per_second"]
+        entry["extra"].update(energy=Energy("hlml", 2.0, 1.0, 4.0 * rate).to_json(),
+                              cost=cost_of(rate, 3.6, None, 0).to_json())  # fmt: skip
+    gaudi.write_text(json.dumps(document))
+    assert main(["report", str(cpu), str(gaudi), "--pivot", "workers"]) == 0
+    out = capsys.readouterr().out
+    priced = [line for line in out[out.index("### By workers") :].splitlines() if "| hpu-gaudi2 |" in line]
+    assert priced and all(row.count("/s/W, ") == 3 and row.count("/$") == 3 for row in priced)
     section = page.read_text().split("<h2>By workers</h2>")[1].split("<h2>")[0]
     assert section.count("data:image/png;base64,") == 1  # the grouped bars: a bar per device per loader
 

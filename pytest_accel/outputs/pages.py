@@ -165,9 +165,18 @@ def pivot_plots(table: Pivot) -> list[str]:
 
 
 def _rate(m: Measurement | None) -> str:
+    """A pivot cell: items/s, then items/s per watt and items per dollar where the figure has them."""
     if m is None:
         return "-"
-    return "disabled" if m.disabled else f"{format_rate(m.items_per_second)} {m.unit}/s"
+    if m.disabled:
+        return "disabled"
+    said = f"{format_rate(m.items_per_second)} {m.unit}/s"
+    if (energy := of_result(m.extra)) is not None and (per_watt := energy.items_per_second_per_watt) is not None:
+        said += f", {format_rate(per_watt)}/s/W"
+    cost = m.extra.get("cost")
+    if isinstance(cost, Mapping) and isinstance(per_dollar := cost.get("items_per_dollar"), int | float):
+        said += f", {format_rate(per_dollar)}/$"
+    return said
 
 
 def _group(test: str, metric: str, extra: Mapping[str, Any], label: str) -> str:
