@@ -9,13 +9,9 @@ from types import SimpleNamespace
 
 from pytest_accel.commands.ab import Sitting, Track, table
 from pytest_accel.commands.bisect import Bisect, BisectSettings, Reading, report
-from pytest_accel.core.cost import cost_of
-from pytest_accel.core.energy import Energy
 from pytest_accel.core.measurement import FOREIGN_CPU, Measurement
 from pytest_accel.core.operator_table import NOTHING_MOVED
 from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
-from pytest_accel.core.roofline import roofline
-from pytest_accel.engine.energy import rapl_meter
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.bisection import Bisection, Finding
 from pytest_accel.judgement.comparable import NO_BASELINE
@@ -28,7 +24,7 @@ from pytest_accel.judgement.rules.count import CountVerdict
 from pytest_accel.judgement.structures import StructureVerdict, structure_failure
 from pytest_accel.judgement.verdict import RECORD, BesideRecorded, Observation, VerdictPolicy, VerdictRecord, judge_time
 from pytest_accel.outputs.pages import markdown_table
-from pytest_accel.outputs.terminal import measurement_table, sittings_line, verdict_summary
+from pytest_accel.outputs.terminal import sittings_line, verdict_summary
 
 TEST = "perf_tests/test_attention.py::test_attention_forward[sdpa-flash-sd3-256px-b2]"
 KEY = "cpu-intel-xeon-f6m207-2c"
@@ -571,43 +567,4 @@ def test_the_ab_count_table_gives_each_sides_instructions_and_the_change() -> No
         "|---|---|---|---|---|",
         f"{name}[sdpa-math-sd3-128px-b2] | 435,639,731 instr/call | 450,231,854 instr/call | +3.3% | regressed |",
         f"{name}[sdpa-flash-llama70b-decode-kv384] | 8,979,974 instr/call | 8,979,980 instr/call | +0.0% | unchanged |",
-    ]
-
-
-# -- what a figure costs: energy, price, the roofline ------------------------------------------------------
-
-
-def test_the_table_adds_energy_price_and_roofline_columns_where_a_figure_has_them() -> None:
-    # An H100-shaped figure (1000 images/s, 2.2 TFLOP/s at 1.5 TB/s) with an NVML window of 300 J over 1.5 s and 600
-    # images, priced at $6.98 an hour, under the roof of 989 TFLOP/s and 3.35 TB/s; beside it a CPU figure whose
-    # energy could not be read and whose class has no price, and one with none of them.
-    window = Energy("nvml", 300.0, 1.5, 600.0)
-    roof = roofline(2.2e12 * 2e-3, 1.5e12 * 2e-3, 2e-3, 989.0, 3.35e12)
-    assert roof is not None
-    sdpa = Measurement(
-        unit="images", items_per_call=2.0, samples=(2e-3,) * 20, flops_per_call=2.2e12 * 2e-3,
-        bytes_per_call=1.5e12 * 2e-3, device_key="cuda-h100-80gb-hbm3",
-        extra={"energy": window.to_json(), "cost": cost_of(1000.0, 6.98, window, 0.15).to_json(),
-               "roofline": roof.to_json()},
-    )  # fmt: skip
-    no_powercap = rapl_meter(Path("/sys/class/powercap-absent"))
-    assert isinstance(no_powercap, str)
-    cpu = Measurement(unit="images", items_per_call=2.0, samples=(0.25,) * 20, device_key=KEY,
-                      extra={"energy": Energy.unmeasured("", no_powercap).to_json(),
-                             "cost": {"not_priced": f"no class of accel_price_per_hour prices {KEY}"}})  # fmt: skip
-    plain = replace(cpu, extra={})
-    rows = [Recorded("t::sdpa", "passed", sdpa, None), Recorded("t::cpu", "passed", cpu, None),
-            Recorded("t::plain", "passed", plain, None)]  # fmt: skip
-    assert measurement_table(rows) == [
-        "test      device                    throughput   spread  latency  TFLOP/s  % peak  peak mem  J/item  W    items/s/W  items/$  % roof  bound         verdict",  # noqa: E501
-        "t::sdpa   cuda-h100-80gb-hbm3       1k images/s  ±0.0%   2 ms     2.2      -       ?         500 mJ  200  2          516k     45%     memory-bound  -",  # noqa: E501
-        "t::cpu    cpu-intel-xeon-f6m207-2c  8 images/s   ±0.0%   250 ms   -        -       ?         -       -    -          -        -       -             -",  # noqa: E501
-        "t::plain  cpu-intel-xeon-f6m207-2c  8 images/s   ±0.0%   250 ms   -        -       ?         -       -    -          -        -       -             -",  # noqa: E501
-        "accel: energy not measured: no powercap: /sys/class/powercap-absent is absent (no RAPL driver, or a virtual"
-        " machine that does not expose it) (1 figure)",
-        f"accel: not priced: no class of accel_price_per_hour prices {KEY} (1 figure)",
-    ]
-    assert measurement_table(rows[2:]) == [  # none of them: the table as before
-        "test      device                    throughput  spread  latency  TFLOP/s  % peak  peak mem  verdict",
-        "t::plain  cpu-intel-xeon-f6m207-2c  8 images/s  ±0.0%   250 ms   -        -       ?         -",
     ]

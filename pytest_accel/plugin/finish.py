@@ -66,6 +66,7 @@ class RunFigures:
         self._prices, self._price_per_kwh = options.prices, options.price_per_kwh
         self._world_size = world_size
         self._peak: MeasuredPeak | None = None
+        self._baselines: Mapping[tuple[str, str], BaselineEntry] | None = None  # this run's file, read once
 
     def add(self, test: str, result: Measurement) -> Measurement:
         """``result`` with its %-of-peak and scaling figures in ``extra`` (a disabled one as it is), and in an
@@ -97,7 +98,9 @@ class RunFigures:
         if roof is None:
             return {}
         try:
-            entry = self._store.load(self._device().key(), self._profile, self._world_size).get((test, result.name))
+            if self._baselines is None:
+                self._baselines = self._store.load(self._device().key(), self._profile, self._world_size)
+            entry = self._baselines.get((test, result.name))
         except StoreError:
             entry = None  # the gate said why; the roofline stands without the baseline's bound
         flops, moved = result.flops_per_call or 0.0, result.bytes_per_call or 0.0
