@@ -47,6 +47,7 @@ from pytest_accel.outputs.history_store import (
     result_paths,
 )
 from pytest_accel.outputs.pages import (
+    cost_plots,
     cost_rows,
     cross_device_rows,
     html_page,
@@ -111,7 +112,7 @@ def cmd_report(options: argparse.Namespace) -> int:
     if options.html is not None:
         sections: list[tuple[str, str, Sequence[str]]] = [("Throughput by device", html_table(header, rows), [])]
         if costs is not None:
-            sections.append(("What a figure costs", html_table(*costs), []))
+            sections.append(("What a figure costs", html_table(*costs), cost_plots(files)))
         for table in pivots:
             sections.append((f"By {table.label}", html_table(*pivot_rows(table)), pivot_plots(table)))
         sections += test_sections(files, why)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ from pytest_accel.outputs.terminal import verdict_cell
 __all__ = [
     "Pivot",
     "column_labels",
+    "cost_plots",
     "cost_rows",
     "cross_device_rows",
     "html_page",
@@ -67,15 +68,7 @@ def cost_rows(files: Sequence[ResultFile], reference: str | None) -> tuple[list[
     devices = column_labels(files)
     keys = sorted({key for f in files for key in f.measurements})
 
-    def figures(m: Measurement | None) -> tuple[float | None, float | None]:
-        if m is None or m.disabled:
-            return None, None
-        energy = of_result(m.extra)
-        cost = m.extra.get("cost")
-        per_dollar = cost.get("items_per_dollar") if isinstance(cost, Mapping) else None
-        return None if energy is None else energy.items_per_second_per_watt, per_dollar
-
-    table = {key: [figures(f.measurements.get(key)) for f in files] for key in keys}
+    table = {key: [_costs(f.measurements.get(key)) for f in files] for key in keys}
     if not any(value is not None for cells in table.values() for pair in cells for value in pair):
         return None
     others = [d for d in devices if d != reference] if reference in devices else []
@@ -90,6 +83,39 @@ def cost_rows(files: Sequence[ResultFile], reference: str | None) -> tuple[list[
             row.append(f"{mine / theirs:.2f}x" if mine is not None and theirs else "-")
         rows.append(row)
     return header, rows
+
+
+def cost_plots(files: Sequence[ResultFile]) -> list[str]:
+    """The cost table as bar charts (base64 PNGs): items/s per watt, then items per dollar, a group of bars per test
+    (one per device), on a log axis (the tests' scales differ by orders of magnitude); a chart only for a figure some
+    file has."""
+    keys = sorted({key for f in files for key in f.measurements})
+    devices = column_labels(files)
+    plots = []
+    for which, title in ((0, "items/s per watt"), (1, "items per dollar")):
+        series = {
+            device: [_nan(_costs(f.measurements.get(key))[which]) for key in keys]
+            for device, f in zip(devices, files, strict=True)
+        }
+        if any(not math.isnan(v) for values in series.values() for v in values):
+            labels = [display_name(*key) for key in keys]
+            plots.append(plot_png(f"{title} (log scale)", series, labels, title, bars=True, log=True))
+    return plots
+
+
+def _costs(m: Measurement | None) -> tuple[float | None, float | None]:
+    """A figure's items/s per watt and items per dollar, each None where it has none."""
+    if m is None or m.disabled:
+        return None, None
+    energy = of_result(m.extra)
+    cost = m.extra.get("cost")
+    per_dollar = cost.get("items_per_dollar") if isinstance(cost, Mapping) else None
+    per_watt = None if energy is None else energy.items_per_second_per_watt
+    return per_watt, per_dollar if isinstance(per_dollar, int | float) else None
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else value
 
 
 @dataclass(frozen=True)
@@ -149,19 +175,28 @@ def pivot_rows(table: Pivot) -> tuple[list[str], list[list[str]]]:
 
 
 def pivot_plots(table: Pivot) -> list[str]:
-    """One grouped bar chart (base64 PNG) per row group of a pivot: a bar per device per label value."""
+    """Grouped bar charts (base64 PNGs) per row group of a pivot, a bar per device per label value: items/s, then
+    items/s per watt and items per dollar where a cell of the group has them."""
     plots = []
     for group, by_device in sorted(table.cells.items()):
-        series = {
-            device: [
-                m.items_per_second if (m := cells.get(v)) is not None and not m.disabled else math.nan
-                for v in table.values
-            ]
-            for device, cells in by_device.items()
-        }
         unit = next(m.unit for cells in by_device.values() for m in cells.values())
-        plots.append(plot_png(group, series, table.headers, f"{unit}/s", bars=True))
+        charts = (
+            (group, f"{unit}/s", lambda m: m.items_per_second),
+            (f"{group}: {unit}/s per watt", f"{unit}/s/W", lambda m: _costs(m)[0]),
+            (f"{group}: {unit} per dollar", f"{unit}/$", lambda m: _costs(m)[1]),
+        )
+        for title, ylabel, figure in charts:
+            values = {device: _cells(cells, table.values, figure) for device, cells in by_device.items()}
+            if any(not math.isnan(v) for row in values.values() for v in row):
+                plots.append(plot_png(title, values, table.headers, ylabel, bars=True))
     return plots
+
+
+def _cells(
+    cells: Mapping[Any, Measurement], values: Sequence[Any], figure: Callable[[Measurement], float | None]
+) -> list[float]:
+    """One device's bars of a pivot group: ``figure`` of the cell at each label value, NaN where there is none."""
+    return [_nan(figure(m)) if (m := cells.get(v)) is not None and not m.disabled else math.nan for v in values]
 
 
 def _rate(m: Measurement | None) -> str:

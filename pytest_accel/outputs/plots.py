@@ -19,8 +19,10 @@ def plot_png(
     ylabel: str,
     changes: Sequence[ChangePoint] = (),
     bars: bool = False,
+    log: bool = False,
 ) -> str:
-    """A matplotlib figure as a base64 PNG (bars per device, or a line per figure over nights)."""
+    """A matplotlib figure as a base64 PNG (bars per device, or a line per figure over nights); ``log``: a
+    logarithmic y axis, for figures of several tests whose scales differ by orders of magnitude."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -31,12 +33,13 @@ def plot_png(
         width = 0.8 / len(series)
         for index, (name, values) in enumerate(series.items()):
             offsets = [i - 0.4 + width * (index + 0.5) for i in range(len(values))]
-            heights = [0 if math.isnan(v) else v for v in values]
+            # a missing figure: no bar (a zero on a linear axis; nothing on a log axis, which has no zero)
+            heights = [(math.nan if log else 0) if not v > 0 else v for v in values]
             color = "#3b6ea8" if len(series) == 1 else None
             axes.bar(offsets, heights, width=width, color=color, label=name)
         axes.set_xticks(range(len(labels)), labels, rotation=15, ha="right", fontsize=8)
-        if len(series) > 1:
-            axes.legend(fontsize=7)
+        if len(series) > 1:  # beside the axes, never over a bar
+            axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     else:
         for name, values in series.items():
             axes.plot(range(len(values)), values, marker="o", label=name)
@@ -51,6 +54,8 @@ def plot_png(
                 va="top",
             )
         axes.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
+    if log:
+        axes.set_yscale("log")
     axes.set_title(title, fontsize=9)
     axes.set_ylabel(ylabel, fontsize=8)
     axes.grid(alpha=0.3)
