@@ -58,6 +58,19 @@ GOLDEN = [
      f"time +2.4%, but {SHARED}, and no calibration run of this test saw a neighbour this busy (record one with "
      "--accel-calibrate): a neighbour slows the reference kernel too, so it can hide a slowdown as well as make one: "
      "not judged", "uncalibrated"),
+    (wording.cards_busy(1.024, 3.0, 7, 0.0, 0.2),
+     "time +2.4%, but 3.0 of the run's 7 other cards were measuring beside it (on average) and its recordings, none "
+     "in a run of 8 cards, saw 0.0 to 0.2: another regime of the node's shared host CPU, PCIe and power, which can "
+     "hide a slowdown as well as make one: not judged", "cards_busy"),
+    (wording.cards_busy(0.97, 1.0, 1, None, None),
+     "time -3.0%, but 1.0 of the run's 1 other cards were measuring beside it (on average) and its recordings, none "
+     "in a run of 2 cards, do not say how many: another regime of the node's shared host CPU, PCIe and power, which "
+     "can hide a slowdown as well as make one: not judged", "cards_busy_unknown"),
+    (wording.cards_busy(1.5, 0.0, 0, 6.5, 7.0),
+     "time +50.0%, but it ran alone (no other card in its run) and its recordings saw 6.5 to 7.0 busy beside them: "
+     "another regime of the node's shared host CPU, PCIe and power, which can hide a slowdown as well as make one: "
+     "not judged", "cards_busy_alone"),
+    (wording.cards_busy_short(3.0, 0.0, 0.2), "3.0 other cards busy, recorded 0.0-0.2", "cards_busy_short"),
     (wording.uncalibrated_short(0.45), "a neighbour at 45%, uncalibrated", "uncalibrated_short"),
     (wording.neighbour_explains("<band>", "<shared>", "<moved>", math.log(1.25), 0.05),
      "<band>, but <shared>; <moved>, so a neighbour explains up to 25%; with that and the interval taken off, the "
@@ -157,6 +170,7 @@ def test_the_remedy_of_each_cause() -> None:
         Cause.UNCALIBRATED: "calibrate beside a neighbour (--accel-calibrate)",
         Cause.STATE_UNPROBED: "free memory for them (out of memory?)",
         Cause.PROBE_DRIFT: "re-record if that is the new normal (--accel-update)",
+        Cause.CARDS_BUSY: "record in a run of as many cards (--accel-update with the same -n), or run as recorded",
     }
 
 

@@ -107,8 +107,10 @@ def _seen(folder: Path) -> dict[str, dict[str, object]]:
 
 @pytest.mark.slow
 def test_cpu_workers_measure_on_their_own_cores_and_the_run_writes_one_table_one_file_and_every_baseline(
-    perf_pytester: pytest.Pytester,
+    perf_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    scratch = perf_pytester.mkdir("scratch")  # the runs' temporary folder, where the controller keeps its board
+    monkeypatch.setenv("TMPDIR", str(scratch))
     perf_pytester.makeconftest(SEEN.format(tests=str(TESTS)))
     perf_pytester.makepyfile(test_a=PERF_TEST, test_b=PERF_TEST.replace("test_matmul", "test_matmul_too"))
     run = ("--device", "cpu", "-n", "2", *FAST_OPTIONS, "--accel-json", "out.json", "--accel-baselines", "bl")
@@ -132,6 +134,10 @@ def test_cpu_workers_measure_on_their_own_cores_and_the_run_writes_one_table_one
     assert [entry["test"].rpartition("::")[2] for entry in document["results"]] == ["test_matmul", "test_matmul_too"]
     assert document["device"]["key"].startswith("cpu-") and "gw0=cpus " in document["provenance"]["workers"]
     assert all(entry["verdict"]["time"]["outcome"] != "new" for entry in document["results"])  # both were recorded
+    # each figure says how many of the run's other cards measured beside it: one worker's two tests, the sibling's
+    # whole run at most; the board the workers said it on is gone with the run
+    assert all(0.0 <= entry["state"]["busy_cards"] <= 1.0 for entry in document["results"])
+    assert list(scratch.glob("pytest-accel-board-*")) == []
 
     # A slowdown (4 matmuls a call) under -n is confirmed by a fresh process measuring in the worker's place
     perf_pytester.makepyfile(test_a=PERF_TEST.replace("a @ a,", "[a @ a for _ in range(4)],"))

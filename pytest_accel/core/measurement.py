@@ -11,6 +11,7 @@ from pytest_accel.core.operator_table import OperatorProfile
 from pytest_accel.core.stats import median, relative_spread
 
 __all__ = [
+    "BUSY_CARDS",
     "CALIBRATED",
     "COLD",
     "DEFAULT_METRIC",
@@ -18,6 +19,8 @@ __all__ = [
     "FAULT_SHARE",
     "FOREIGN_CPU",
     "GRAPH",
+    "NOT_PROBE_TIMES",
+    "OTHER_CARDS",
     "THROTTLED_ROUNDS_LIMIT",
     "THROTTLE_FRACTION",
     "TIMINGS",
@@ -46,6 +49,14 @@ UNPROBED = "unprobed"
 # the fresh-pages probe). How far a change in what a page fault costs could move this workload: a
 # workload that faults nothing is not slowed by it (judgement/rules/state.py). Absent where not counted.
 FAULT_SHARE = "fault_share"
+# An entry of ``Measurement.state`` that is not a probe's time: how many of the run's other cards (xdist workers,
+# one card or one slice of cores each) were measuring, on average, over this figure's rounds (engine/board.py; 0
+# in a run without workers). The regime a figure was measured in, judged by judgement/rules/cards_busy.py.
+BUSY_CARDS = "busy_cards"
+# ...and how many other cards its run had (xdist's workers less one; 0 in a run without workers).
+OTHER_CARDS = "other_cards"
+# The entries of ``Measurement.state`` that are not a state probe's time.
+NOT_PROBE_TIMES = frozenset({FOREIGN_CPU, UNPROBED, FAULT_SHARE, BUSY_CARDS, OTHER_CARDS})
 
 
 # How a figure's rounds were timed (engine/modes.py): calls launched one by one by the host, or one

@@ -58,6 +58,7 @@ class Rule(enum.Enum):
     PROBE_DRIFT = "probe-drift"  # the reference kernel ran at another speed
     STATE = "state"  # the machine's state could explain the reading
     NEIGHBOUR = "neighbour"  # another process on the host could explain it
+    CARDS = "cards"  # the run's other cards measured beside it in a regime its recordings never saw
     INTERVAL = "interval"  # the ratio's interval against the tolerance
     MEMORY = "memory"  # peak memory against its tolerance
     ENERGY = "energy"  # energy per item against its tolerance, in every window read (judgement/energy.py)
@@ -79,6 +80,7 @@ class Cause(enum.Enum):
     STATE_UNPROBED = "state-unprobed"  # the state probes could not run
     NEIGHBOUR = "neighbour"  # a neighbour could explain the slowdown
     UNCALIBRATED = "uncalibrated"  # a neighbour the baselines were never calibrated beside
+    CARDS_BUSY = "cards-busy"  # as many of the run's other cards measuring beside it as no recording saw
     THROTTLED = "throttled"  # the device's clock dropped during the rounds
     REMEASUREMENT = "remeasurement"  # a re-measurement could not tell
     FRESH_PROCESS = "fresh-process"  # a fresh process could not tell, said the opposite, or read too far away

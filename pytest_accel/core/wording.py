@@ -23,6 +23,7 @@ REMEDY = {
     Cause.STATE: QUIETER,
     Cause.NEIGHBOUR: QUIETER,
     Cause.UNCALIBRATED: CALIBRATE,
+    Cause.CARDS_BUSY: "record in a run of as many cards (--accel-update with the same -n), or run as recorded",
     Cause.STATE_UNPROBED: "free memory for them (out of memory?)",
     Cause.PROBE_DRIFT: "re-record if that is the new normal (--accel-update)",
 }
@@ -193,6 +194,34 @@ def neighbour_hides(reach: float, why: str, bound_said: bool) -> str:
     if bound_said:
         return f"and by {math.expm1(reach) * 100:.1f}% more: a neighbour's phase can move it as far the other way"
     return f"widened by {math.expm1(reach) * 100:.1f}%, what a neighbour could hide: {why}"
+
+
+# --- cards busy ------------------------------------------------------------------------------------
+
+
+def cards_busy(ratio: float, busy: float, others: int, low: float | None, high: float | None) -> str:
+    """Now's figure beside ``busy`` of its run's ``others`` other cards (mean over its rounds); its recordings,
+    none in a run of as many cards, saw ``low`` to ``high`` busy (None: none of them says)."""
+    if low is None or high is None:
+        seen = "do not say how many"
+    else:
+        seen = f"saw {low:.1f}" + ("" if high == low else f" to {high:.1f}")
+    if others == 0:
+        beside = f"it ran alone (no other card in its run) and its recordings {seen} busy beside them"
+    else:
+        beside = (
+            f"{busy:.1f} of the run's {others} other cards were measuring beside it (on average) and its "
+            f"recordings, none in a run of {others + 1} cards, {seen}"
+        )
+    return (
+        f"time {percent(ratio)}, but {beside}: another regime of the node's shared host CPU, PCIe and power, which "
+        "can hide a slowdown as well as make one: not judged"
+    )
+
+
+def cards_busy_short(busy: float, low: float | None, high: float | None) -> str:
+    recorded = "unknown" if low is None or high is None else f"{low:.1f}-{high:.1f}"
+    return f"{busy:.1f} other cards busy, recorded {recorded}"
 
 
 # --- interval --------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ try:
 except ImportError:  # not on Windows: no page-fault counts there
     resource = None  # type: ignore[assignment]
 
-from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU, Measurement
+from pytest_accel.core.measurement import FAULT_SHARE, Measurement
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_seconds
 from pytest_accel.engine.devices.base import RegionTimer
@@ -283,8 +283,8 @@ def measure(
     machine = state.medians(probe_samples)
     if config.state_probes and fault_probe is not None and faults is not None and not pipelined:
         machine.update(_fault_share(fault_probe, machine, faults / (rounds * calls_per_round), median(samples)))
-    if (foreign := host_share.stop() if host_share is not None else None) is not None:
-        machine[FOREIGN_CPU] = foreign
+    if host_share is not None:
+        machine.update(host_share.stop())
     return Measurement(
         unit=unit,
         items_per_call=float(items_per_call),
@@ -511,13 +511,13 @@ def _timed_round(fn: Callable[[], Any], calls: int, timer: RegionTimer, mark_ste
 
 
 class HostShareMeter(Protocol):
-    """Measures how much of the host other processes used between ``start`` and ``stop`` (engine/machine.py)."""
+    """Measures what was beside the rounds between ``start`` and ``stop`` (engine/board.py's ``Beside``)."""
 
     def start(self) -> None:
         """Read the counters."""
 
-    def stop(self) -> float | None:
-        """The share since ``start`` (0..1), or None when unknown."""
+    def stop(self) -> Mapping[str, float]:
+        """State entries (``FOREIGN_CPU``, ``BUSY_CARDS``, ``OTHER_CARDS``); one that is unknown is left out."""
 
 
 @final

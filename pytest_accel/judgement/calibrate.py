@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from pytest_accel.core.measurement import CALIBRATED, FAULT_SHARE, FOREIGN_CPU, UNPROBED, Measurement, display_name
+from pytest_accel.core.measurement import CALIBRATED, FOREIGN_CPU, NOT_PROBE_TIMES, Measurement, display_name
 from pytest_accel.core.stats import median
 from pytest_accel.judgement.baselines import MAX_RUN_HISTORY, BaselineEntry
 
@@ -70,7 +70,6 @@ def calibrated(previous: BaselineEntry, measurement: Measurement, margin: float)
         )
     # The run's state probes too: the state a neighbour puts the machine in is covered by this run's
     # figure, so a verdict beside a neighbour compares the state now with these as well (covered_states).
-    not_probes = (FOREIGN_CPU, UNPROBED, FAULT_SHARE)
-    probes = {name: s for name, s in measurement.state.items() if name not in not_probes and s > 0}
+    probes = {name: s for name, s in measurement.state.items() if name not in NOT_PROBE_TIMES and s > 0}
     run = {**probes, CALIBRATED: median(measurement.compared_samples), FOREIGN_CPU: share}
     return replace(previous, calibration=(*previous.calibration, run)[-MAX_RUN_HISTORY:])

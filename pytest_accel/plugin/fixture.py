@@ -28,6 +28,7 @@ from pytest_accel.core.outcomes import Outcome, Verdict
 from pytest_accel.core.structure import Structure
 from pytest_accel.core.units import format_bytes, format_percent_change, format_seconds, joined_to_fit
 from pytest_accel.core.wording import bound_moved, environment_moved
+from pytest_accel.engine.board import Beside, CardBoard
 from pytest_accel.engine.devices.base import (
     CacheFlush,
     ClockWatch,
@@ -37,7 +38,7 @@ from pytest_accel.engine.devices.base import (
     RegionTimer,
 )
 from pytest_accel.engine.energy import device_energy
-from pytest_accel.engine.machine import FRESH_FAULT_PROBE, HostShare, state_probe_bytes, state_probes
+from pytest_accel.engine.machine import FRESH_FAULT_PROBE, state_probe_bytes, state_probes
 from pytest_accel.engine.profiling import TraceError, profile_operators
 from pytest_accel.engine.sampling import (
     MeasureConfig,
@@ -488,7 +489,7 @@ class Throughput:
                 config=self._config,
                 probe=compute,
                 state_probes=others,
-                host_share=HostShare(),
+                host_share=Beside(board=CardBoard.of_worker()),
                 pipelined=pipelined,
                 fault_probe=FRESH_FAULT_PROBE if FRESH_FAULT_PROBE[0] in others else None,
                 mode=timing_mode,

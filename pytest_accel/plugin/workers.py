@@ -13,6 +13,7 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import shutil
 import threading
 import time
 from collections.abc import Generator, Sequence
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, final
 
 import pytest
 
+from pytest_accel.engine.board import BOARD_ENV, make_board
 from pytest_accel.engine.cards import (
     CARD_VARIABLES,
     WORKER_CARD_ENV,
@@ -104,9 +106,15 @@ def auto_workers(config: pytest.Config) -> int | None:
 
 
 def place_workers(config: pytest.Config, specs: Sequence[Any]) -> None:
-    """Each worker's environment before it starts: its card's variable (cuda, hpu) or its cores (cpu). With
+    """Each worker's environment before it starts: its card's variable (cuda, hpu) or its cores (cpu), and the
+    run's board, where each says when it measures (engine/board.py; removed when the run ends). With
     ``--device auto`` nothing is placed: a perf test in such a worker fails, naming why (``unplaced``)."""
     kind = _kind(config)
+    if kind in CARD_VARIABLES or (kind == "cpu" and hasattr(os, "sched_getaffinity")):
+        board = make_board(len(specs))
+        config.add_cleanup(lambda: shutil.rmtree(board, ignore_errors=True))
+        for spec in specs:
+            spec.env[BOARD_ENV] = str(board)
     try:
         if kind in CARD_VARIABLES:
             for spec, card in zip(specs, assign_cards(kind, _cards(kind), len(specs)), strict=True):

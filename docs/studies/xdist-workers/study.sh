@@ -6,6 +6,9 @@
 #   docs/studies/xdist-workers/study.sh OUT record NAME          # -n 2 --accel-update into OUT/bl
 #   docs/studies/xdist-workers/study.sh OUT wall NAME 0|2        # timed, against an empty folder: wall time only
 #   docs/studies/xdist-workers/study.sh OUT judge NAME [VAR=VALUE ...]   # -n 2 against OUT/bl: OUT/NAME.json
+# The regime (what was beside each figure): record and judge with any -n (0: one process)
+#   docs/studies/xdist-workers/study.sh OUT record-n NAME N
+#   docs/studies/xdist-workers/study.sh OUT judge-n NAME N [VAR=VALUE ...]
 set -uo pipefail
 out=${1:?give a folder}
 what=${2:?record, wall or judge}
@@ -24,6 +27,11 @@ case $what in
           --accel-json "$out/$name.json" >"$out/$name.log" 2>&1 ;;
   judge) env "$@" python -m pytest "${select[@]}" -n 2 --accel-baselines "$out/bl" \
            --accel-json "$out/$name.json" >"$out/$name.log" 2>&1 ;;
+  record-n) python -m pytest "${select[@]}" -n "${1:?give -n}" --accel-baselines "$out/bl" --accel-update \
+              --accel-json "$out/$name.json" >"$out/$name.log" 2>&1 ;;
+  judge-n) workers=${1:?give -n}; shift
+           env "$@" python -m pytest "${select[@]}" -n "$workers" --accel-baselines "$out/bl" \
+             --accel-json "$out/$name.json" >"$out/$name.log" 2>&1 ;;
 esac
 rc=$?
 echo "$name $what $* $(date -u +%FT%TZ) $((SECONDS - started)) s exit $rc" >>"$out/times"

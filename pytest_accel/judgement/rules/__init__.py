@@ -6,12 +6,13 @@ new reading (what it widens, explains or rules out). Every verdict names the ``R
 the words come from ``core/wording.py``. Pure: no torch, no pytest.
 
 1. ``samples``: nothing to compare -> NEW; state probes that could not run -> NOISY.
-2. ``unsteady``: the rounds spread far wider than the baseline's -> NOISY, unless the fastest quarter is
+2. ``cards_busy``: as many of the run's other cards measuring beside it as no recording saw -> NOISY.
+3. ``unsteady``: the rounds spread far wider than the baseline's -> NOISY, unless the fastest quarter is
    beyond the baseline's slow end (then only a regression may stand).
-3. ``probe_drift``: the reference kernel ran at another speed than when recorded -> NOISY.
-4. ``state``: the machine's state could explain the slowdown -> NOISY; a smaller shift widens.
-5. ``host_shared``: a busier host than any recording saw -> judged only beyond the calibrated bound.
-6. ``interval``: the ratio's interval against the tolerance -> REGRESSED, IMPROVED or UNCHANGED.
+4. ``probe_drift``: the reference kernel ran at another speed than when recorded -> NOISY.
+5. ``state``: the machine's state could explain the slowdown -> NOISY; a smaller shift widens.
+6. ``host_shared``: a busier host than any recording saw -> judged only beyond the calibrated bound.
+7. ``interval``: the ratio's interval against the tolerance -> REGRESSED, IMPROVED or UNCHANGED.
 
 ``memory``: peak memory against its own tolerance. A regression or improvement stands only when
 re-measurements confirm it (``judgement/verdict.py``'s ``combine``).
@@ -23,14 +24,14 @@ from collections.abc import Callable
 
 from pytest_accel.core.outcomes import Verdict
 from pytest_accel.judgement.policy import VerdictPolicy
-from pytest_accel.judgement.rules import host_shared, interval, probe_drift, samples, state, unsteady
+from pytest_accel.judgement.rules import cards_busy, host_shared, interval, probe_drift, samples, state, unsteady
 from pytest_accel.judgement.rules.case import Case, Observation, Reading
 from pytest_accel.judgement.rules.memory import judge_memory
 
 __all__ = ["TIME_RULES", "judge_memory", "judge_time"]
 
 TIME_RULES: tuple[Callable[[Case, Reading], Verdict | Reading], ...] = (
-    samples.check, unsteady.check, probe_drift.check, state.check, host_shared.check,
+    samples.check, cards_busy.check, unsteady.check, probe_drift.check, state.check, host_shared.check,
 )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from pytest_accel.core import wording
-from pytest_accel.core.measurement import FAULT_SHARE, FOREIGN_CPU
+from pytest_accel.core.measurement import FAULT_SHARE, NOT_PROBE_TIMES
 from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Rule, Verdict
 from pytest_accel.core.stats import median
 from pytest_accel.judgement.rules.case import Case, Reading, StateShift
@@ -21,7 +21,7 @@ __all__ = ["check", "state_shift"]
 
 FRESH = "fresh"  # the fresh-pages probe (engine/machine.py)
 # Entries of a state that are not a probe's time.
-_NOT_PROBES = frozenset({"compute", FOREIGN_CPU, FAULT_SHARE})
+_NOT_PROBES = frozenset({"compute", *NOT_PROBE_TIMES})
 
 
 def _in_share(excess: float, share: float) -> float:
