@@ -86,7 +86,7 @@ def test_a_worker_finds_its_board_and_its_card_in_the_environment(
     monkeypatch.setenv(BOARD_ENV, str(tmp_path))
     monkeypatch.setenv(WORKER_CPUS_ENV, "2,3")
     cpu = CardBoard.of_worker()
-    assert cpu is not None and cpu.card == "cpus 2,3"
+    assert cpu is not None and cpu.card == "cpus 2 3"
     monkeypatch.setenv(WORKER_CARD_ENV, "GPU-5f1c")
     card = CardBoard.of_worker()
     assert card is not None and card.card == "GPU-5f1c" and card.folder == tmp_path

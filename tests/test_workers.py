@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import FAST_OPTIONS, PERF_TEST
 
+from pytest_accel.commands.absides import spread
 from pytest_accel.core.measurement import Measurement
 from pytest_accel.core.outcomes import Outcome
 from pytest_accel.engine.cards import CardError, assign_cards, core_slices, visible_cards
@@ -309,3 +310,71 @@ def test_a_figure_is_judged_on_its_own_cards_recordings_where_it_has_two() -> No
     assert judged("3", 0.013) is Outcome.REGRESSED  # card 5's level is a slowdown on card 3
     taken = _timed(0.013, seed=11, card="3")  # which the card class's recordings, 30% apart, cannot see
     assert run_gate(taken, entry, VerdictPolicy(), {}, lambda: taken, 0).time.outcome is not Outcome.REGRESSED
+
+
+# Each test says which worker ran it, on which cores
+WHERE = """
+import json, os, pathlib, pytest
+
+@pytest.mark.parametrize("n", range(5))
+def test_where(n):
+    seen = {"worker": os.environ["PYTEST_XDIST_WORKER"], "cpus": sorted(os.sched_getaffinity(0))}
+    pathlib.Path(f"where-{n}.json").write_text(json.dumps(seen))
+"""
+
+
+def test_fixed_cards_put_each_test_on_the_same_worker_and_cores_every_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_where=WHERE)
+    runs = []
+    for _ in range(2):
+        result = pytester.runpytest_subprocess(
+            "--device", "cpu", "-n", "2", "--accel-fixed-cards", "-p", "no:cacheprovider"
+        )
+        result.assert_outcomes(passed=5)
+        runs.append({n: json.loads((pytester.path / f"where-{n}.json").read_text()) for n in range(5)})
+    assert runs[0] == runs[1]  # the same worker and cores for each test, run after run
+    assert [runs[0][n]["worker"] for n in range(5)] == ["gw0", "gw1", "gw0", "gw1", "gw0"]  # test k on worker k mod 2
+    assert runs[0][0]["cpus"] != runs[0][1]["cpus"]
+
+
+def test_ab_knows_when_its_runs_spread_over_workers() -> None:
+    assert spread(["x.py", "-n", "2"]) and spread(["-n4"]) and spread(["--numprocesses=auto"])
+    assert not spread(["-n", "0"]) and not spread(["-k", "n"]) and not spread(["--", "-n", "2"])
+
+
+AB_TEST = """
+import pytest
+
+@pytest.mark.parametrize("n", range(4))
+def test_work(throughput, n):
+    throughput(lambda: sum(range(2000 * (n + 1))), items=1, unit="calls")
+"""
+
+
+@pytest.mark.slow
+def test_ab_spread_over_workers_measures_both_builds_of_a_test_on_one_card(tmp_path: Path) -> None:
+    """``ab ... -- -n 2``: each run of a pair spreads the tests over two workers, and a test is on the same card
+    (here: the same cores) in both builds' runs."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_perf.py").write_text(AB_TEST)
+    (project / "pytest.ini").write_text("[pytest]\naccel_warmup_max_seconds = 0.1\naccel_measure_seconds = 0.1\n")
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"]):
+        subprocess.run(["git", *command], cwd=project, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_accel", "ab", "--base", "HEAD", "--max-pairs", "3", "--no-operators", "--",
+         "test_perf.py", "--device", "cpu", "-n", "2", "-q"],
+        cwd=project, capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp_path)},
+    )  # fmt: skip
+    assert done.returncode in (0, 125), done.stdout + done.stderr
+    runs = project / ".pytest-accel-ab" / "runs"
+    cards: dict[str, set[str]] = {}
+    for pair in ("01", "02", "03"):
+        sides = [
+            {e["test"]: e["extra"]["card"] for e in json.loads((runs / f"{side}-{pair}.json").read_text())["results"]}
+            for side in ("base", "head")
+        ]
+        assert sides[0] == sides[1] and len(sides[0]) == 4, sides  # each test on one card in both builds
+        for test, card in sides[0].items():
+            cards.setdefault(test, set()).add(card)
+    assert len({card for seen in cards.values() for card in seen}) == 2  # both cards measured

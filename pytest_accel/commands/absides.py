@@ -30,8 +30,22 @@ from pytest_accel.engine.processes import git as run_git
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
 
 __all__ = [
-    "EXIT_INCONCLUSIVE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REGRESSED", "EXIT_USAGE", "LOG_TAIL_LINES",
-    "ABError", "ProcessRun", "Side", "Worker", "commit_of", "forget_worktrees", "git", "log_tail", "run_process",
+    "EXIT_INCONCLUSIVE",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_REGRESSED",
+    "EXIT_USAGE",
+    "LOG_TAIL_LINES",
+    "ABError",
+    "ProcessRun",
+    "Side",
+    "Worker",
+    "commit_of",
+    "forget_worktrees",
+    "git",
+    "log_tail",
+    "run_process",
+    "spread",
     "worktree",
 ]  # fmt: skip
 
@@ -168,9 +182,27 @@ def log_tail(log: Path) -> str:
     return "\n".join("    " + line for line in lines[-LOG_TAIL_LINES:])
 
 
+def spread(args: Sequence[str]) -> bool:
+    """Whether pytest ``args`` spread the tests over xdist workers (``-n N``, ``-nN``, ``--numprocesses``; not 0)."""
+    for index, arg in enumerate(args):
+        if arg == "--":
+            return False
+        value = None
+        if arg in ("-n", "--numprocesses"):
+            value = args[index + 1] if index + 1 < len(args) else None
+        elif arg.startswith("--numprocesses="):
+            value = arg.partition("=")[2]
+        elif arg.startswith("-n") and len(arg) > 2 and not arg.startswith("--"):
+            value = arg[2:]
+        if value is not None and value not in ("0", "no"):
+            return True
+    return False
+
+
 def _arguments(args: Sequence[str], result: Path, empty_baselines: Path, budget: tuple[int, float | None]) -> list[str]:
     """A side's pytest arguments: the user's (after ab's rounds, so a user's ``-o`` wins), then where its
-    results go and an empty baseline folder."""
+    results go and an empty baseline folder. Spread over xdist workers (``-n``), each test on the same card in
+    both builds' runs (``--accel-fixed-cards``): a pair's two figures of a test come from one card."""
     # One argument each, "--option=path": pytest picks the rootdir before plugins declare their
     # options, so a path given as a separate argument counts as a test path and, lying in the
     # scratch folder, would move a config-less tree's rootdir (and its test ids) to a common parent.
@@ -179,7 +211,7 @@ def _arguments(args: Sequence[str], result: Path, empty_baselines: Path, budget:
         "-o", "accel_energy_seconds=0",
         *(["-o", f"accel_measure_seconds={budget[1]}"] if budget[1] is not None else []), *args,
         f"--accel-json={result}", f"--accel-baselines={empty_baselines}", "--accel-structure=off",
-        "-p", "no:cacheprovider", "-rfE",
+        "-p", "no:cacheprovider", "-rfE", *(["--accel-fixed-cards"] if spread(args) else []),
     ]  # fmt: skip
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import final
 
 from pytest_accel.core.measurement import BUSY_CARDS, FOREIGN_CPU, OTHER_CARDS
-from pytest_accel.engine.cards import WORKER_CARD_ENV, WORKER_CPUS_ENV
+from pytest_accel.engine.cards import worker_place
 from pytest_accel.engine.machine import HostShare
 
 __all__ = ["BOARD_ENV", "CARDS_FILE", "Beside", "CardBoard", "busy_over", "make_board"]
@@ -69,8 +69,7 @@ class CardBoard:
     def of_worker(cls) -> CardBoard | None:
         """This worker's view of its run's board (a CPU worker's card is its cores); None in a run without
         workers. A worker's fresh-process confirmation is its card's, as its worker waits for it."""
-        folder, cpus = os.environ.get(BOARD_ENV), os.environ.get(WORKER_CPUS_ENV)
-        card = os.environ.get(WORKER_CARD_ENV) or (f"cpus {cpus}" if cpus else None)
+        folder, card = os.environ.get(BOARD_ENV), worker_place()
         return cls(Path(folder), card) if folder and card else None
 
     def _file(self, card: str) -> Path:

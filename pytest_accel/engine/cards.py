@@ -32,6 +32,7 @@ __all__ = [
     "pin_worker_cpus",
     "visible_cards",
     "worker_card",
+    "worker_place",
 ]
 
 CARD_VARIABLES = {"cuda": "CUDA_VISIBLE_DEVICES", "hpu": "HABANA_VISIBLE_MODULES"}
@@ -109,6 +110,12 @@ def card_count(kind: str) -> int:
 def worker_card() -> str | None:
     """This xdist worker's card, as the caller named it (an index, a UUID, a module id); None outside a worker."""
     return os.environ.get(WORKER_CARD_ENV) or None
+
+
+def worker_place() -> str | None:
+    """Where this placed worker measures: its card, or a CPU worker's cores (``cpus 2 3``); None elsewhere."""
+    cpus = os.environ.get(WORKER_CPUS_ENV)
+    return worker_card() or (f"cpus {cpus.replace(',', ' ')}" if cpus else None)
 
 
 def pin_worker_cpus(environ: Mapping[str, str]) -> tuple[int, ...] | None:

@@ -19,7 +19,15 @@ from pytest_accel.engine.cards import pin_worker_cpus
 from pytest_accel.engine.devices.hostalloc import as_the_user_set, ask_for_huge_pages, torch_importers
 from pytest_accel.engine.processes import watch_lifeline
 from pytest_accel.plugin.options import MARKER_SETTINGS, SETTINGS
-from pytest_accel.plugin.workers import auto_workers, keep_stderr, place_workers, placed, places, unplaced
+from pytest_accel.plugin.workers import (
+    auto_workers,
+    fixed_cards,
+    keep_stderr,
+    place_workers,
+    placed,
+    places,
+    unplaced,
+)
 
 if TYPE_CHECKING:
     from pytest_accel.engine.devices.base import Device
@@ -120,6 +128,12 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 def pytest_xdist_setupnodes(config: pytest.Config, specs: Sequence[Any]) -> None:
     """Each xdist worker pinned to its own card (or cores) before its Python starts (plugin/workers.py)."""
     place_workers(config, specs)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--accel-fixed-cards``: each test on the same card every run (plugin/workers.py); else xdist's own."""
+    return fixed_cards(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.roofline import bound_then, roofline
 from pytest_accel.core.stats import median
 from pytest_accel.core.units import format_percent_change
-from pytest_accel.engine.cards import worker_card
+from pytest_accel.engine.cards import worker_place
 from pytest_accel.engine.devices.base import Device
 from pytest_accel.engine.machine import PEAK_FILE_ENV, MeasuredPeak, datasheet_peak, peak_figures, shared_peak
 from pytest_accel.engine.provenance import run_provenance
@@ -70,8 +70,8 @@ class RunFigures:
 
     def add(self, test: str, result: Measurement) -> Measurement:
         """``result`` with its %-of-peak and scaling figures in ``extra`` (a disabled one as it is), and in an
-        xdist worker the card it was taken on (``card``: the caller's name for it)."""
-        if (card := worker_card()) is not None:
+        xdist worker the card it was taken on (``card``: the caller's name for it; a CPU worker's cores)."""
+        if (card := worker_place()) is not None:
             result = replace(result, extra={**result.extra, "card": card})
         if result.disabled:
             return result

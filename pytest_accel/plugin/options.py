@@ -334,6 +334,13 @@ class AccelOptions:
         "under torchrun: how long a rank waits for the others before failing, naming the missing ranks",
         child=False,
     ))  # fmt: skip
+    # under xdist: each test on the same card every run, not on whichever worker is free (plugin/workers.py)
+    fixed_cards: bool = field(metadata=switch(
+        "--accel-fixed-cards",
+        "under xdist (-n) with a named device: each test on the same card every run (test k of the selection on "
+        "worker k mod N) instead of on whichever worker is free: ab's two builds of a test alternate on one card, "
+        "and a test's own card's recordings gather night after night",
+    ))  # fmt: skip
     # under xdist: how long one test may run in a worker before the worker is ended, named (plugin/workers.py)
     worker_timeout_seconds: float = field(metadata=ini_setting(
         "accel_worker_timeout_seconds", "3600", at_least_zero,

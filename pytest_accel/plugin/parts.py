@@ -18,7 +18,7 @@ import pytest
 
 from pytest_accel.core.advice import AccelAdvice
 from pytest_accel.core.environment import ENVIRONMENT_PROVENANCE, Environment
-from pytest_accel.engine.cards import worker_card
+from pytest_accel.engine.cards import worker_place
 from pytest_accel.engine.counting import as_started
 from pytest_accel.engine.devices import DeviceUnavailable, resolve_device
 from pytest_accel.engine.devices.base import Device, RegionTimer
@@ -188,7 +188,7 @@ class RunParts:
                 lambda test: self.accept(test, "--accel-reset-history"), self.config.option.verbose > 0,
                 quiet=wait_for_quiet if self.world is None else None,  # ranks measure in step: none waits alone
                 drifts=self.drifts(), setup_causes=self.setup_causes(),
-                environment_changes=self.environment_changes, launchers=LAUNCHERS, card=worker_card(),
+                environment_changes=self.environment_changes, launchers=LAUNCHERS, card=worker_place(),
             )  # fmt: skip
         return self._gate
 

@@ -31,7 +31,7 @@ from pytest_accel.engine.cards import (
     card_count,
     core_slices,
     visible_cards,
-    worker_card,
+    worker_place,
 )
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ __all__ = [
     "HangWatch",
     "Workers",
     "auto_workers",
+    "fixed_cards",
     "is_controller",
     "is_worker",
     "keep_stderr",
@@ -127,6 +128,34 @@ def place_workers(config: pytest.Config, specs: Sequence[Any]) -> None:
         raise pytest.UsageError(str(error)) from None
 
 
+def fixed_cards(config: pytest.Config, log: Any) -> Any:
+    """xdist's scheduler under ``--accel-fixed-cards`` where this controller places its workers: the collection's
+    test k on worker k mod N (worker ``gw<i>`` holds the i-th card), all sent at once; None: xdist's own. A worker
+    that crashed is replaced on its card, and the tests it had left go to the first worker that asks, as xdist's
+    load scheduling does."""
+    if not (places(config) and config.getoption("accel_fixed_cards", False)):
+        return None
+    from xdist.scheduler import LoadScheduling  # xdist is here: it is asking
+
+    class FixedCards(LoadScheduling):  # type: ignore[misc]
+        def schedule(self) -> None:
+            if getattr(self, "collection", None) is not None or not self._check_nodes_have_same_collection():
+                super().schedule()  # a replaced worker, or collections that differ (xdist says so)
+                return
+            collection: list[str] = next(iter(self.node2collection.values()))
+            self.collection = collection
+            nodes = sorted(self.nodes, key=lambda node: int(str(node.gateway.id).removeprefix("gw") or 0))
+            for index in range(len(collection)):
+                self.node2pending[nodes[index % len(nodes)]].append(index)
+            self.pending[:] = []
+            for node in nodes:
+                if self.node2pending[node]:
+                    node.send_runtest_some(list(self.node2pending[node]))
+                node.shutdown()  # after the tests it was sent
+
+    return FixedCards(config, log)
+
+
 def xdist_problem(options: AccelOptions) -> str | None:
     """Why this run cannot be spread over xdist workers; None when it can."""
     asked = [flag for flag, on in (("--accel-count", options.count), ("--accel-calibrate", options.calibrate),
@@ -147,8 +176,7 @@ def worker_output(
     if output is None:
         return
     device = parts.resolved
-    cpus = os.environ.get(WORKER_CPUS_ENV)  # a CPU worker's card is its cores
-    card = {"card": worker_card() or (f"cpus {cpus.replace(',', ' ')}" if cpus else "0")}
+    card = {"card": worker_place() or "0"}  # a CPU worker's card is its cores
     described = None if device is None else [device.kind, device.key(), {**parts.provenance(), **card}]
     output[WORKER_OUTPUT] = json.dumps({
         "device": described, "problems": problems, "unwritten": [list(pair) for pair in unwritten],
@@ -269,7 +297,7 @@ class HangWatch:
 
     def _say(self, test: str) -> None:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "a worker")
-        card = worker_card() or "cpus " + os.environ.get(WORKER_CPUS_ENV, "?").replace(",", " ")
+        card = worker_place() or "?"
         line = (f"accel: xdist worker {worker} ({card}) still in {test} after {self.seconds:g} s "
                 "(accel_worker_timeout_seconds): ending it, its stacks follow\n")  # fmt: skip
         os.write(_own_stderr[0] if _own_stderr else 2, line.encode("utf-8", "replace"))
