@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_accel.core.energy import of_result
-from pytest_accel.core.measurement import Measurement, display_name, mode_note
+from pytest_accel.core.measurement import Measurement, display_name, mode_note, short_names
 from pytest_accel.core.outcomes import Outcome
 from pytest_accel.core.units import format_rate, percent_of_peak
 from pytest_accel.judgement.results import Recorded, ResultFile
@@ -98,8 +98,8 @@ def cost_plots(files: Sequence[ResultFile]) -> list[str]:
             for device, f in zip(devices, files, strict=True)
         }
         if any(not math.isnan(v) for values in series.values() for v in values):
-            labels = [display_name(*key) for key in keys]
-            plots.append(plot_png(f"{title} (log scale)", series, labels, title, bars=True, log=True))
+            labels = short_names([display_name(*key) for key in keys])
+            plots.append(plot_png(f"{title} (log scale)", series, labels, title, log=True, across=True))
     return plots
 
 
@@ -299,7 +299,8 @@ def html_page(title: str, sections: Sequence[tuple[str, str, Sequence[str]]]) ->
         "<style>body{font:14px system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
         "td:first-child,th:first-child{text-align:left;font-family:monospace;font-size:12px}"
-        "th{background:#f2f4f7}.regressed{color:#c0392b;font-weight:bold}img{max-width:100%}</style>",
+        "th{background:#f2f4f7}.regressed{color:#c0392b;font-weight:bold}img{max-width:100%}.wide{overflow-x:auto}"
+        "</style>",
         f"</head><body><h1>{html.escape(title)}</h1>",
     ]
     for heading, body, images in sections:
@@ -318,4 +319,4 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         return f"<td{style}>{html.escape(text)}</td>"
 
     body = "".join("<tr>" + "".join(cell(c) for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return f"<div class='wide'><table><tr>{head}</tr>{body}</table></div>"  # wider than the page: it scrolls

@@ -6,6 +6,7 @@ import base64
 import io
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pytest_accel.judgement.history import ChangePoint
 
@@ -20,14 +21,18 @@ def plot_png(
     changes: Sequence[ChangePoint] = (),
     bars: bool = False,
     log: bool = False,
+    across: bool = False,
 ) -> str:
     """A matplotlib figure as a base64 PNG (bars per device, or a line per figure over nights); ``log``: a
-    logarithmic y axis, for figures of several tests whose scales differ by orders of magnitude."""
+    logarithmic value axis, for figures of several tests whose scales differ by orders of magnitude; ``across``:
+    bars drawn across, a row per label (test names too long, or too many, to stand under their bars)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if across:
+        return _across(plt, title, series, labels, ylabel, log)
     figure, axes = plt.subplots(figsize=(7, 3.2), dpi=110)
     if bars:  # one bar per label; with several series, a group of bars per label (one per series)
         width = 0.8 / len(series)
@@ -59,6 +64,33 @@ def plot_png(
     axes.set_title(title, fontsize=9)
     axes.set_ylabel(ylabel, fontsize=8)
     axes.grid(alpha=0.3)
+    return _png(plt, figure)
+
+
+def _across(
+    plt: Any, title: str, series: Mapping[str, Sequence[float]], labels: Sequence[str], xlabel: str, log: bool
+) -> str:
+    """A group of bars per label, drawn across, the labels down the left, the first at the top."""
+    height = 0.8 / len(series)
+    figure, axes = plt.subplots(figsize=(8, 1.0 + 0.22 * len(labels) * max(1.5, len(series) * 0.6)), dpi=110)
+    for index, (name, values) in enumerate(series.items()):
+        offsets = [i - 0.4 + height * (index + 0.5) for i in range(len(values))]
+        widths = [(math.nan if log else 0) if not v > 0 else v for v in values]
+        axes.barh(offsets, widths, height=height, label=name)
+    axes.set_yticks(range(len(labels)), labels, fontsize=7)
+    axes.invert_yaxis()
+    if log:
+        axes.set_xscale("log")
+        axes.xaxis.set_minor_formatter(plt.NullFormatter())  # within one decade they would overlap
+    if len(series) > 1:
+        axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes.set_title(title, fontsize=9)
+    axes.set_xlabel(xlabel, fontsize=8)
+    axes.grid(alpha=0.3, axis="x")
+    return _png(plt, figure)
+
+
+def _png(plt: Any, figure: Any) -> str:
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
