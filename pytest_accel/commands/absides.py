@@ -30,23 +30,9 @@ from pytest_accel.engine.processes import git as run_git
 from pytest_accel.judgement.results import ResultFile, ResultsError, load_results
 
 __all__ = [
-    "EXIT_INCONCLUSIVE",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_REGRESSED",
-    "EXIT_USAGE",
-    "LOG_TAIL_LINES",
-    "ABError",
-    "ProcessRun",
-    "Side",
-    "Worker",
-    "commit_of",
-    "forget_worktrees",
-    "git",
-    "log_tail",
-    "run_process",
-    "spread",
-    "worktree",
+    "EXIT_INCONCLUSIVE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REGRESSED", "EXIT_USAGE", "LOG_TAIL_LINES",
+    "ABError", "ProcessRun", "Side", "Worker", "commit_of", "forget_worktrees", "git", "log_tail", "run_process",
+    "spread", "worktree",
 ]  # fmt: skip
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED = 0, 1, 2, 125, 130

@@ -111,7 +111,7 @@ def place_workers(config: pytest.Config, specs: Sequence[Any]) -> None:
     run's board, where each says when it measures (engine/board.py; removed when the run ends). With
     ``--device auto`` nothing is placed: a perf test in such a worker fails, naming why (``unplaced``)."""
     kind = _kind(config)
-    if kind in CARD_VARIABLES or (kind == "cpu" and hasattr(os, "sched_getaffinity")):
+    if places(config):
         board = make_board(len(specs))
         config.add_cleanup(lambda: shutil.rmtree(board, ignore_errors=True))
         for spec in specs:
