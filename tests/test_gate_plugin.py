@@ -75,7 +75,13 @@ def recorded(perf_pytester: pytest.Pytester) -> pytest.Pytester:
     perf_pytester.makepyfile(test_sleepy=SLEEPER)
     (perf_pytester.path / "duration.txt").write_text("0.001")
     for said in ("one recording each", "recordings within * s"):
-        result = perf_pytester.runpytest(*OPTIONS, "--accel-update")
+        # A recording that reads slower than the one before is not merged (a recording does not absorb a
+        # slowdown): in CI, beside the other stream's callgrind and device-check jobs, the second one read the
+        # matmuls +15.2% against the first, seconds apart. Recorded again, as the refusal says to.
+        for _ in range(3):
+            result = perf_pytester.runpytest(*OPTIONS, "--accel-update")
+            if "accel: not recorded:" not in result.stdout.str():
+                break
         result.assert_outcomes(passed=2)
         result.stdout.fnmatch_lines(
             [
