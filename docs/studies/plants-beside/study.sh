@@ -9,6 +9,7 @@
 #   envvar      an environment variable: ATEN_CPU_CAPABILITY=default (torch's CPU kernels without AVX2/AVX-512)
 # Usage, from the repository root:
 #   docs/studies/plants-beside/study.sh OUT record NAME             # --accel-update into OUT/bl
+#   docs/studies/plants-beside/study.sh OUT calibrate NAME          # --accel-calibrate: beside the standard neighbour
 #   docs/studies/plants-beside/study.sh OUT judge NAME CASE [beside]
 # "beside": a neighbour job runs meanwhile, started here and stopped after (another perf job: the MMDiT tests of
 # the smoke profile against a folder of their own, in a loop, on the host's other core).
@@ -23,10 +24,10 @@ plants="$here/../quiet-wait"
 select=(perf_tests/test_attention.py -k "test_attention_forward and sdpa and not backward" --device cpu
         -p no:cacheprovider --accel-baselines "$out/bl")
 started=$SECONDS
-if [ "$what" = record ]; then
-  python -m pytest "${select[@]}" --accel-update --accel-json "$out/$name.json" >"$out/$name.log" 2>&1
+if [ "$what" = record ] || [ "$what" = calibrate ]; then
+  python -m pytest "${select[@]}" "--accel-${what/record/update}" --accel-json "$out/$name.json" >"$out/$name.log" 2>&1
   rc=$?
-  echo "$name record $(date -u +%FT%TZ) $((SECONDS - started)) s exit $rc" >>"$out/times"
+  echo "$name $what $(date -u +%FT%TZ) $((SECONDS - started)) s exit $rc" >>"$out/times"
   exit 0
 fi
 case_=${4:?unchanged, pythonpath, main or envvar}
