@@ -20,8 +20,8 @@ from pytest_accel.core.outcomes import Abstention, Cause, Outcome, Verdict
 from pytest_accel.judgement.baselines import BaselineEntry
 from pytest_accel.judgement.comparison import COMPARISON_FILE, Comparison, ComparisonError, load_comparison
 from pytest_accel.judgement.conclusion import GateResult
-from pytest_accel.judgement.confirm import ChildSettings
-from pytest_accel.judgement.gate import Gate, GateMode
+from pytest_accel.judgement.confirm import ChildSettings, FreshVerdict
+from pytest_accel.judgement.gate import Gate, GateMode, Launchers
 from pytest_accel.judgement.paired import PairedVerdict
 from pytest_accel.judgement.recorded_build import (
     RecordedWord,
@@ -198,6 +198,30 @@ def test_no_sitting_starts_once_the_runs_minutes_for_them_are_spent(repo: tuple[
     assert judged.time.reason.endswith(f"; not measured beside commit {first}: the run's 5 minutes for such sittings "
                                        "were spent")  # fmt: skip
     assert len(gate.sittings) == 1  # nothing was held
+
+
+def test_no_sitting_is_held_once_a_child_of_this_run_ran_in_another_environment(repo: tuple[Path, str]) -> None:
+    """A plugin object given to pytest.main() (after ``import torch``, in a user's script) reaches no child: the
+    fresh process said so, and a sitting's two builds would both run without it and read "the same"."""
+    folder, first = repo
+    settings = ChildSettings("cpu", "smoke", folder / "bl", ())
+    other = FreshVerdict(None, "the confirmation process ran in another environment (...)", other_environment=True)
+    held: list[str] = []
+    launchers = Launchers(
+        lambda *_: other,
+        LAUNCHERS.recorded_commit,
+        lambda *a: held.append(a[0]) or RecordedWord(first, "read the same"),
+    )
+    mode = GateMode(recorded=settings, fresh_process=settings)
+    gate = Gate(dict, {"torch": "2.13.0+cpu", "environment": "e1"}, mode, folder, gate_memory=True, launchers=launchers)
+    assert gate._fresh("t.py::test_a", "throughput") is other
+    stored = entry(commit=first, torch="2.13.0+cpu", environment="e1")  # as recorded, as far as this run can tell
+    judged = gate._beside_recorded("t.py::test_a", "throughput", GateResult(SUSPECT, None, ()), stored, settings, 0.05)
+    assert held == [] and judged.time.outcome is Outcome.REGRESSED  # it stands on the re-measurements
+    assert judged.recorded is not None and judged.recorded.detail.startswith(
+        "this run's children do not run in its environment, so a sitting of both builds would not either: the "
+        "confirmation process ran in another environment"
+    )
 
 
 @pytest.fixture

@@ -48,6 +48,9 @@ class FreshVerdict:
     detail: str  # the child's reason, or what went wrong
     verdict: Verdict | None = None  # the child's time verdict, with its figures
     waited: float = 0.0  # seconds the child waited for quiet before its verdict
+    # the child ran in another environment than this run (a plugin object given to pytest.main...): so would
+    # any child this run starts, a recorded-build sitting's included
+    other_environment: bool = False
 
 
 @final
@@ -175,7 +178,7 @@ def fresh_verdict(results: ResultFile, nodeid: str, metric: str, environment: st
     environment than its parent (digest ``environment``): it measured other code."""
     theirs = results.provenance.get(ENVIRONMENT_PROVENANCE)
     if environment is not None and theirs != environment:
-        return FreshVerdict(None, _OTHER_ENVIRONMENT.format(theirs=theirs, ours=environment))
+        return FreshVerdict(None, _OTHER_ENVIRONMENT.format(theirs=theirs, ours=environment), other_environment=True)
     verdict = results.verdicts.get((nodeid, metric))
     if verdict is None:
         return FreshVerdict(None, f"the confirmation process measured no {metric!r} for {nodeid}")

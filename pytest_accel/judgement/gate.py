@@ -325,6 +325,7 @@ class Waited:
 
 
 _WAIT_SPENT = "the run's wait for quiet was spent"
+_CHILDREN_DIFFER = "this run's children do not run in its environment, so a sitting of both builds would not either"
 # A sitting beside the recorded build needs a few pairs of fresh processes: none starts with less left.
 _LEAST_SITTING_MINUTES = 0.5
 
@@ -413,6 +414,7 @@ class Gate:
         self._setup_causes = setup_causes or {}
         # the recordings' environment digest -> what changed since, in a few words ("" where not kept)
         self._environment_changes = environment_changes
+        self._children_differ = ""  # why this run's children run in another environment than it, once one did
         self._launchers = launchers
         self._provenance = provenance
         self._mode = mode
@@ -513,19 +515,13 @@ class Gate:
         showed it cannot be trusted."""
         assert self._mode.fresh_process is not None
         if self.refuted >= REFUTED_LIMIT:
-            return Verdict(
-                Outcome.NOISY,
-                "time",
-                f"{suspect.reason}; not judged: {self.refuted} earlier suspects of this run were refuted by a fresh "
-                "process, so this process's figures carry a bias of their own (--accel-strict fails it)",
-                ratio=suspect.ratio,
-                normalized=suspect.normalized,
-                detectable=suspect.detectable,
-                sight=suspect.sight,
-                abstention=Abstention(
-                    f"{self.refuted} suspects refuted by fresh processes", _AGAIN, cause=Cause.BIASED_PROCESS
-                ),
-            ), None
+            said = (
+                f"{suspect.reason}; not judged: {self.refuted} earlier suspects of this run were refuted by a "
+                "fresh process, so this process's figures carry a bias of their own (--accel-strict fails it)"
+            )
+            why = Abstention(f"{self.refuted} suspects refuted by fresh processes", _AGAIN, cause=Cause.BIASED_PROCESS)
+            return Verdict(Outcome.NOISY, "time", said, ratio=suspect.ratio, normalized=suspect.normalized,
+                           detectable=suspect.detectable, sight=suspect.sight, abstention=why), None  # fmt: skip
         fresh = self._fresh(test, metric)
         verdict = with_fresh_confirmation(suspect, fresh, tolerance)
         # Refuted: the fresh process measured and disagreed. One that abstained (its machine state not
@@ -543,6 +539,8 @@ class Gate:
         find = self._launchers.recorded_commit
         commit, why_not = find(entry, self._provenance, self._rootdir, self._environment_changes)
         left = self._mode.recorded_minutes - sum(word.seconds for word in self.sittings) / 60
+        if commit and self._children_differ:  # both builds of a sitting would run without what this run has
+            commit, why_not = "", f"{_CHILDREN_DIFFER}: {self._children_differ}"
         if not commit:
             word = RecordedWord("", why_not)
         elif left < _LEAST_SITTING_MINUTES:
@@ -571,6 +569,7 @@ class Gate:
         settings = self._mode.fresh_process.with_ini("accel_quiet_wait_seconds", f"{left:.0f}")
         environment = self._provenance.get(ENVIRONMENT_PROVENANCE)
         fresh = self._launchers.fresh(test, metric, self._rootdir, settings, self._tests[0], environment)
+        self._children_differ = self._children_differ or (fresh.detail if fresh.other_environment else "")
         if fresh.waited:
             self.waits.append(Waited(test, fresh.waited, fresh.outcome))
         return fresh
