@@ -17,7 +17,9 @@ Not possible, and then the verdict stands on the earlier evidence, saying why: a
 with local changes, a commit this clone does not hold (a shallow checkout), or an environment that
 changed or cannot be shown unchanged (a torch upgrade, a library rebuilt, a plugin on ``PYTHONPATH``,
 a variable: a sitting runs both builds in this run's environment, so it would carry the change on both
-sides and call it "not the code"; the stored figure alone judges it, and the failure names the change).
+sides and call it "not the code"; the stored figure alone judges it, and the failure names the change), or a run
+whose children do not run in its environment (a plugin object given to ``pytest.main()``: a fresh process said so,
+and both builds of a sitting would run without it: docs/studies/plants-beside).
 """
 
 from __future__ import annotations
