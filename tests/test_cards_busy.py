@@ -3,7 +3,11 @@ that judges a figure only against recordings of its regime (judgement/rules/card
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -43,6 +47,20 @@ def test_a_card_reads_how_many_others_measured_over_its_own_window(tmp_path: Pat
     assert a.end() == pytest.approx(5 / 20 + 10 / 20)  # card 1 over a quarter, card 2 over half of it
     assert a.end() is None  # not measuring: nothing to say
     shutil.rmtree(board)
+
+
+def test_a_new_board_removes_those_of_runs_that_were_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = tmp_path / f"pytest-accel-board-{dead.pid}-x1"
+    running = tmp_path / f"pytest-accel-board-{os.getpid()}-x2"  # a run that is still going: this one
+    for folder in (killed, running):
+        folder.mkdir()
+    board = make_board(2)
+    assert not killed.exists() and running.exists() and board.parent == tmp_path
+    assert board.name.startswith(f"pytest-accel-board-{os.getpid()}-")
 
 
 def test_a_torn_last_line_is_left_out_and_a_board_that_went_away_says_nothing(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -33,10 +34,26 @@ CARDS_FILE = "cards"  # in the board: how many cards (workers) the run has
 
 
 def make_board(cards: int) -> Path:
-    """A new board for a run of ``cards`` workers (the caller removes it when the run ends)."""
-    folder = Path(tempfile.mkdtemp(prefix="pytest-accel-board-"))
+    """A new board for a run of ``cards`` workers, named after this process (the caller removes it when the run
+    ends). A run ended by a signal cannot: the boards of controllers that no longer exist are removed here."""
+    prefix = "pytest-accel-board-"
+    for stale in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
+        owner = stale.name.removeprefix(prefix).partition("-")[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(stale, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
     (folder / CARDS_FILE).write_text(f"{cards}\n", encoding="ascii")
     return folder
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def busy_over(intervals: Mapping[str, list[tuple[float, float]]], begin: float, end: float) -> float:
